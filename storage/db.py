@@ -1,0 +1,265 @@
+"""Opening a project store: SQLite by default, PostgreSQL by URL, same code.
+
+``open_store`` resolves a path or URL, checks the schema version, backs up and
+migrates an older SQLite project, refuses a newer one, and returns a
+:class:`Store` whose sessions are one unit of work each.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import shutil
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from sqlalchemy import create_engine, event, inspect
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import OperationalError
+from sqlmodel import Session
+
+from storage import models  # noqa: F401  (registers the tables on the metadata)
+from storage.errors import SchemaTooNewError, StoreError
+
+MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+
+# Set while a write unit of work opens its transaction, so SQLite takes the
+# write lock up front (BEGIN IMMEDIATE) instead of failing on a lock upgrade.
+_immediate: contextvars.ContextVar[bool] = contextvars.ContextVar("_immediate", default=False)
+
+
+def resolve_url(db: str | Path) -> str:
+    """Turn a project path or SQLAlchemy URL into a URL.
+
+    Parameters
+    ----------
+    db
+        A file path (``project.sqlite``) or a URL (``postgresql+psycopg://…``,
+        ``sqlite:///…``).
+    """
+    text = str(db)
+    if "://" in text:
+        return text
+    return f"sqlite:///{Path(text).expanduser().resolve()}"
+
+
+def _sqlite_path(url: str) -> Path | None:
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        return None
+    if not parsed.database or parsed.database == ":memory:":
+        return None
+    return Path(parsed.database)
+
+
+def _install_sqlite_pragmas(engine: Engine, busy_timeout_s: float) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: sqlite3.Connection, _record: object) -> None:
+        # Autocommit at the driver level: SQLAlchemy's "begin" event below
+        # decides how each transaction starts.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA foreign_keys=ON")
+        # Wait this long for another writer before reporting "database is locked".
+        cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
+        mode = cursor.execute("PRAGMA journal_mode=WAL").fetchone()
+        # FULL: an acknowledged (committed) edit survives even an OS crash.
+        cursor.execute("PRAGMA synchronous=FULL")
+        cursor.close()
+        if mode and str(mode[0]).lower() not in {"wal", "memory"}:
+            raise StoreError(f"could not switch the project file to WAL mode (got {mode[0]!r})")
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn) -> None:  # type: ignore[no-untyped-def]
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if _immediate.get() else "BEGIN")
+
+
+@dataclass
+class Store:
+    """A project database: an engine plus units of work.
+
+    Use ``with store.session() as s:`` for reads and ``with store.write() as s:``
+    for writes; ``write`` commits when the block ends without an exception and
+    only then returns, so code after it may acknowledge the edit.
+    """
+
+    url: str
+    engine: Engine
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.engine.dialect.name == "sqlite"
+
+    @property
+    def sqlite_path(self) -> Path | None:
+        return _sqlite_path(self.url)
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """A read session; closing it ends its transaction and leaves loaded objects usable
+        (detached). Use :meth:`write` to change data."""
+        with Session(self.engine, expire_on_commit=False) as session:
+            yield session
+
+    @contextmanager
+    def write(self) -> Iterator[Session]:
+        """A write unit of work: one transaction, committed on success, rolled back on error."""
+        token = _immediate.set(True)
+        try:
+            with Session(self.engine, expire_on_commit=False) as session:
+                session.connection()  # opens the transaction while the flag is set
+                _immediate.reset(token)
+                token = None
+                try:
+                    yield session
+                    session.commit()
+                except BaseException:
+                    session.rollback()
+                    raise
+        finally:
+            if token is not None:
+                _immediate.reset(token)
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def create_store_engine(url: str, *, busy_timeout_s: float = 15.0) -> Engine:
+    """Create an engine with the project's connection settings."""
+    backend = make_url(url).get_backend_name()
+    if backend == "sqlite":
+        path = _sqlite_path(url)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": busy_timeout_s})
+        _install_sqlite_pragmas(engine, busy_timeout_s)
+        return engine
+    return create_engine(url, pool_pre_ping=True)
+
+
+def open_store(db: str | Path, *, migrate: bool = True, busy_timeout_s: float = 15.0) -> Store:
+    """Open (and create or migrate) a project store.
+
+    Parameters
+    ----------
+    db
+        Path of a SQLite project file, or a SQLAlchemy URL.
+    migrate
+        Bring an empty or older database to the current schema. An older SQLite
+        file is copied to ``<name>.bak-<revision>-<timestamp>`` first.
+    busy_timeout_s
+        How long a SQLite write waits for another writer before failing.
+
+    Raises
+    ------
+    SchemaTooNewError
+        The database was written by a newer AGL Workbench.
+    StoreError
+        The database cannot be opened or is not an AGL Workbench project.
+    """
+    url = resolve_url(db)
+    engine = create_store_engine(url, busy_timeout_s=busy_timeout_s)
+    store = Store(url=url, engine=engine)
+    try:
+        state = schema_state(store)
+        if state.current is not None and state.current not in state.known:
+            raise SchemaTooNewError(
+                f"{_describe(url)} was written by a newer AGL Workbench (schema revision "
+                f"{state.current!r}, this version knows up to {state.head!r}); "
+                "upgrade AGL Workbench to open it. Nothing was changed."
+            )
+        if state.current is None and state.foreign_tables:
+            raise StoreError(
+                f"{_describe(url)} holds tables ({', '.join(sorted(state.foreign_tables)[:5])}…) "
+                "but is not an AGL Workbench project; choose another file."
+            )
+        if state.current != state.head and migrate:
+            if state.current is not None:
+                backup_database(store, state.current)
+            run_migrations(store)
+    except OperationalError as exc:
+        engine.dispose()
+        raise StoreError(f"cannot open {_describe(url)}: {exc.orig}") from exc
+    except BaseException:
+        engine.dispose()
+        raise
+    return store
+
+
+def _describe(url: str) -> str:
+    path = _sqlite_path(url)
+    if path is not None:
+        return f"project file {path}"
+    return f"database {make_url(url).render_as_string(hide_password=True)}"
+
+
+@dataclass(frozen=True)
+class SchemaState:
+    current: str | None
+    head: str
+    known: frozenset[str]
+    foreign_tables: frozenset[str]
+
+
+def _alembic_config(store: Store):  # type: ignore[no-untyped-def]
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.set_main_option("sqlalchemy.url", store.url.replace("%", "%%"))
+    return cfg
+
+
+def schema_state(store: Store) -> SchemaState:
+    """Read the database's schema revision and what this version knows."""
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+
+    script = ScriptDirectory.from_config(_alembic_config(store))
+    known = frozenset(rev.revision for rev in script.walk_revisions())
+    head = script.get_current_head()
+    assert head is not None, "migrations directory has no head revision"
+    with store.engine.connect() as conn:
+        current = MigrationContext.configure(conn).get_current_revision()
+        tables = set(inspect(conn).get_table_names())
+    own = set(models.ALL_TABLES.tables) | {"alembic_version"}
+    return SchemaState(current, head, known, frozenset(tables - own) if current is None else frozenset())
+
+
+def run_migrations(store: Store, revision: str = "head") -> None:
+    """Upgrade the database to ``revision`` with Alembic."""
+    from alembic import command
+
+    cfg = _alembic_config(store)
+    with store.engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, revision)
+
+
+def backup_database(store: Store, revision: str) -> Path | None:
+    """Copy a SQLite project before migrating it; returns the backup path.
+
+    PostgreSQL stores are backed up by their operators (``pg_dump``); the
+    migration itself runs in one transaction there, so a failure leaves the old
+    schema intact.
+    """
+    path = store.sqlite_path
+    if path is None or not path.exists():
+        return None
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    target = path.with_name(f"{path.name}.bak-{revision}-{stamp}")
+    src = sqlite3.connect(path)
+    try:
+        dst = sqlite3.connect(target)
+        try:
+            src.backup(dst)  # consistent copy, WAL contents included
+        finally:
+            dst.close()
+    finally:
+        src.close()
+    if not target.exists():  # pragma: no cover - sqlite3 raises first
+        shutil.copy2(path, target)
+    return target

@@ -1,0 +1,91 @@
+"""Shared test fixtures: isolated config/cache dirs, project stores, ../shared, PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("AGLW_SHARED_DIR", REPO_ROOT.parent / "shared"))
+PG_ADMIN_URL = os.environ.get("AGLW_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test gets its own config and cache directories and no API key from the developer."""
+    base = tmp_path_factory.mktemp("userdirs")
+    monkeypatch.setenv("AGLW_CONFIG_DIR", str(base / "config"))
+    monkeypatch.setenv("AGLW_CACHE_DIR", str(base / "cache"))
+    monkeypatch.delenv("AGLW_DB", raising=False)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+
+
+@pytest.fixture
+def shared_dir() -> Path:
+    """``../shared`` beside the checkout; integration tests skip when it is absent."""
+    if not SHARED.is_dir():
+        pytest.skip(f"integration test: {SHARED} (the shared reference material) is absent")
+    return SHARED
+
+
+@pytest.fixture
+def sqlite_path(tmp_path: Path) -> Path:
+    return tmp_path / "project.sqlite"
+
+
+@pytest.fixture
+def store(sqlite_path: Path):  # type: ignore[no-untyped-def]
+    from storage import open_store
+
+    s = open_store(sqlite_path)
+    yield s
+    s.dispose()
+
+
+def _pg_available() -> str | None:
+    try:
+        import psycopg
+
+        with psycopg.connect(PG_ADMIN_URL.replace("+psycopg", ""), connect_timeout=3):
+            return None
+    except Exception as exc:  # noqa: BLE001 - any failure means "no server here"
+        return f"{type(exc).__name__}: {exc}".splitlines()[0]
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A fresh, empty PostgreSQL database on the local server, dropped afterwards."""
+    reason = _pg_available()
+    if reason is not None:
+        pytest.skip(f"PostgreSQL at {PG_ADMIN_URL} is not reachable ({reason})")
+    import psycopg
+
+    name = f"aglw_test_{uuid.uuid4().hex[:12]}"
+    admin = PG_ADMIN_URL.replace("+psycopg", "")
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    base = PG_ADMIN_URL.rsplit("/", 1)[0]
+    try:
+        yield f"{base}/{name}"
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def any_store(request: pytest.FixtureRequest, tmp_path: Path):  # type: ignore[no-untyped-def]
+    """The same storage test on SQLite and on the local PostgreSQL server."""
+    from storage import open_store
+
+    if request.param == "sqlite":
+        s = open_store(tmp_path / "project.sqlite")
+    else:
+        s = open_store(request.getfixturevalue("pg_url"))
+    yield s
+    s.dispose()

@@ -1,0 +1,3 @@
+"""AGL Workbench domain layer: algorithms, application services and the `aglw` CLI (no Qt)."""
+
+__version__ = "0.1.0"

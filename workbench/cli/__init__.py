@@ -1,0 +1,1 @@
+"""The `aglw` command-line interface."""

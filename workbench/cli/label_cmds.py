@@ -1,0 +1,160 @@
+"""`aglw label` commands: expert labels through the same service the GUI uses.
+
+Each command is one transaction; the acknowledgement is printed only after the
+commit returned.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from workbench.cli.context import app_context, emit_json, say
+from workbench.labels import UNSET, LabelChange, LabelService
+
+label_app = typer.Typer(help="Record expert labels (each edit is committed before it is acknowledged).")
+
+_CLEAR = {"", "none", "null", "-"}
+
+
+def _optional_text(value: Optional[str]) -> object:
+    """CLI value → service value: absent = leave as is, 'none' = clear."""
+    if value is None:
+        return UNSET
+    return None if value.strip().lower() in _CLEAR else value.strip()
+
+
+def _optional_int(value: Optional[str], name: str) -> object:
+    text = _optional_text(value)
+    if text is UNSET or text is None:
+        return text
+    try:
+        return int(str(text))
+    except ValueError:
+        raise typer.BadParameter(f"{name} must be an integer or 'none', got {value!r}") from None
+
+
+def _acknowledge(ctx: typer.Context, change: LabelChange, what: str) -> None:
+    app = app_context(ctx)
+    if app.json:
+        emit_json(
+            {
+                "ok": True,
+                "entity": change.entity,
+                "clip_id": change.clip_id,
+                "category_id": change.category_id,
+                "old": change.old,
+                "new": change.new,
+                "version": change.version,
+                "command_id": change.command_id,
+            }
+        )
+    else:
+        say(f"saved: {what} (version {change.version})")
+
+
+@label_app.command("set")
+def label_set(
+    ctx: typer.Context,
+    clip: str = typer.Option(..., "--clip", help="Clip key, e.g. aporee_43130_49161."),
+    category: str = typer.Option(..., "--category", help="AudioSet category id, e.g. /m/09x0r."),
+    contribution: Optional[str] = typer.Option(None, "--contribution", help="0-3, or 'none' to clear."),
+    effect: Optional[str] = typer.Option(None, "--effect", help="helped|misled|neutral, or 'none'."),
+    polarity: Optional[str] = typer.Option(None, "--polarity", help="Per-clip polarity P|N|neutral, or 'none'."),
+) -> None:
+    """Record an expert's label for one category of one clip."""
+    app = app_context(ctx)
+    service = LabelService(app.store())
+    annotator = service.ensure_annotator(app.annotator_name())
+    clip_id = service.clip_id_for_key(clip)
+    change = service.set_category_label(
+        annotator.id,
+        clip_id,
+        category,
+        contribution=_optional_int(contribution, "--contribution"),
+        effect=_optional_text(effect),
+        polarity=_optional_text(polarity),
+    )
+    _acknowledge(ctx, change, f"{annotator.name}: {clip} {category} {change.new}")
+
+
+@label_app.command("clip")
+def label_clip(
+    ctx: typer.Context,
+    clip: str = typer.Option(..., "--clip", help="Clip key."),
+    rating: Optional[str] = typer.Option(None, "--rating", help="1-5: how well could a careful listener place it."),
+    decision: Optional[str] = typer.Option(None, "--decision", help="accept|reject|unsure, or 'none'."),
+    note: Optional[str] = typer.Option(None, "--note", help="Free text note ('none' clears it)."),
+) -> None:
+    """Record an expert's judgment of a whole clip."""
+    app = app_context(ctx)
+    service = LabelService(app.store())
+    annotator = service.ensure_annotator(app.annotator_name())
+    clip_id = service.clip_id_for_key(clip)
+    change = service.set_clip_label(
+        annotator.id,
+        clip_id,
+        rating=_optional_int(rating, "--rating"),
+        decision=_optional_text(decision),
+        note=_optional_text(note),
+    )
+    _acknowledge(ctx, change, f"{annotator.name}: {clip} {change.new}")
+
+
+@label_app.command("polarity")
+def label_polarity(
+    ctx: typer.Context,
+    category: str = typer.Option(..., "--category", help="AudioSet category id."),
+    polarity: str = typer.Option(..., "--polarity", help="P|N|neutral, or 'none' to return to the fitted one."),
+) -> None:
+    """Force a category's polarity across the pool (an expert override of the fit)."""
+    app = app_context(ctx)
+    service = LabelService(app.store())
+    annotator = service.ensure_annotator(app.annotator_name())
+    value = _optional_text(polarity)
+    change = service.set_category_polarity(annotator.id, category, None if value is UNSET else value)  # type: ignore[arg-type]
+    _acknowledge(ctx, change, f"{annotator.name}: {category} polarity {change.new['polarity']}")
+
+
+@label_app.command("history")
+def label_history(
+    ctx: typer.Context,
+    clip: Optional[str] = typer.Option(None, "--clip", help="Only this clip."),
+    mine: bool = typer.Option(False, "--mine", help="Only the current annotator's edits."),
+) -> None:
+    """Show the append-only label history (who, when, old, new)."""
+    app = app_context(ctx)
+    service = LabelService(app.store())
+    annotator_id = service.ensure_annotator(app.annotator_name()).id if mine else None
+    clip_id = service.clip_id_for_key(clip) if clip else None
+    names = {a.id: a.name for a in service.list_annotators()}
+    entries = service.history(annotator_id=annotator_id, clip_id=clip_id)
+    rows = [
+        {
+            "at": e.at.isoformat(),
+            "annotator": names.get(e.annotator_id, str(e.annotator_id)),
+            "entity": e.entity,
+            "clip_id": e.clip_id,
+            "category_id": e.category_id,
+            "field": e.field,
+            "old": e.old_value,
+            "new": e.new_value,
+            "action": e.action,
+            "command_id": e.command_id,
+        }
+        for e in entries
+    ]
+    if app.json:
+        emit_json(rows)
+        return
+    for row in rows:
+        say(
+            f"{row['at']}  {row['annotator']}  {row['entity']}  clip={row['clip_id']} "
+            f"{row['category_id'] or ''} {row['field']}: {row['old']!r} -> {row['new']!r} ({row['action']})"
+        )
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `label` command group to the root app."""
+    app.add_typer(label_app, name="label")

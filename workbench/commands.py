@@ -1,0 +1,229 @@
+"""Edits as commands with undo/redo (house rule 1), shared by the GUI and the CLI.
+
+A command persists its change immediately, in its own transaction, through
+:class:`workbench.labels.LabelService`. :class:`CommandStack` records executed
+commands for undo/redo; a write that fails (locked or read-only database, full
+disk) leaves the command *pending* so the user can retry it — the edit is never
+silently dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy.exc import SQLAlchemyError
+
+from storage.errors import StoreError
+from workbench.errors import AglwError
+from workbench.labels import LabelChange, LabelService
+
+log = logging.getLogger(__name__)
+
+# Errors that mean "the store could not take the write now"; the command stays pending.
+WRITE_ERRORS: tuple[type[BaseException], ...] = (SQLAlchemyError, StoreError, OSError)
+
+
+class WriteFailed(AglwError):
+    """A command could not be persisted; it is kept pending for a retry."""
+
+    def __init__(self, command: "Command", cause: BaseException) -> None:
+        self.command = command
+        self.cause = cause
+        super().__init__(f"could not save '{command.description}': {_short(cause)} — the edit is kept; retry")
+
+
+def _short(exc: BaseException) -> str:
+    text = str(getattr(exc, "orig", None) or exc)
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+class Command(ABC):
+    """One user edit. ``execute`` applies it (first time or redo), ``undo`` reverts it."""
+
+    description: str = "edit"
+
+    def __init__(self) -> None:
+        self.command_id = uuid.uuid4().hex
+        self.executed = False
+
+    @abstractmethod
+    def execute(self) -> None:
+        """Apply (or re-apply) the edit; persists before returning."""
+
+    @abstractmethod
+    def undo(self) -> None:
+        """Restore the values that were there before; persists before returning."""
+
+
+class _LabelCommand(Command):
+    """Shared mechanics: remember the old values on first execution, write them back on undo."""
+
+    def __init__(self, service: LabelService, values: dict[str, Any]) -> None:
+        super().__init__()
+        self.service = service
+        self.values = dict(values)
+        self.previous: dict[str, Any] | None = None
+
+    @abstractmethod
+    def _write(self, values: dict[str, Any], action: str) -> LabelChange: ...
+
+    def execute(self) -> None:
+        change = self._write(self.values, "redo" if self.executed else "do")
+        if self.previous is None:
+            self.previous = change.old
+        self.executed = True
+
+    def undo(self) -> None:
+        if self.previous is None:
+            raise RuntimeError("cannot undo a command that never ran")
+        self._write(self.previous, "undo")
+
+
+class SetCategoryLabel(_LabelCommand):
+    """Set an expert's contribution / effect / per-clip polarity for one category of a clip."""
+
+    def __init__(self, service: LabelService, annotator_id: int, clip_id: int, category_id: str, **values: Any) -> None:
+        super().__init__(service, values)
+        self.annotator_id, self.clip_id, self.category_id = annotator_id, clip_id, category_id
+        fields = ", ".join(f"{k}={v}" for k, v in values.items())
+        self.description = f"set {fields} for {category_id}"
+
+    def _write(self, values: dict[str, Any], action: str) -> LabelChange:
+        return self.service.set_category_label(
+            self.annotator_id, self.clip_id, self.category_id, command_id=self.command_id, action=action, **values
+        )
+
+
+class SetClipLabel(_LabelCommand):
+    """Set an expert's rating / decision / note / quality overrule for a clip."""
+
+    def __init__(self, service: LabelService, annotator_id: int, clip_id: int, **values: Any) -> None:
+        super().__init__(service, values)
+        self.annotator_id, self.clip_id = annotator_id, clip_id
+        self.description = "set " + ", ".join(f"{k}" for k in values) + " of clip"
+
+    def _write(self, values: dict[str, Any], action: str) -> LabelChange:
+        return self.service.set_clip_label(
+            self.annotator_id, self.clip_id, command_id=self.command_id, action=action, **values
+        )
+
+
+class SetCategoryPolarity(_LabelCommand):
+    """Force a category's polarity (P / N / neutral, or ``None`` to remove the override)."""
+
+    def __init__(self, service: LabelService, annotator_id: int, category_id: str, polarity: str | None) -> None:
+        super().__init__(service, {"polarity": polarity})
+        self.annotator_id, self.category_id = annotator_id, category_id
+        self.description = f"force {category_id} to {polarity or 'fitted'}"
+
+    def _write(self, values: dict[str, Any], action: str) -> LabelChange:
+        return self.service.set_category_polarity(
+            self.annotator_id, self.category_id, values["polarity"], command_id=self.command_id, action=action
+        )
+
+
+class CommandStack:
+    """Undo/redo history of executed commands plus the edits still waiting to be saved."""
+
+    def __init__(self) -> None:
+        self._done: list[Command] = []
+        self._undone: list[Command] = []
+        self.pending: list[Command] = []
+        self.last_error: str | None = None
+        self._listeners: list[Callable[[], None]] = []
+
+    # observers (the GUI refreshes its undo actions and error banner from these)
+    def subscribe(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback()`` after every change of the stack; returns an unsubscribe function."""
+        self._listeners.append(callback)
+        return lambda: self._listeners.remove(callback)
+
+    def _notify(self) -> None:
+        for callback in list(self._listeners):
+            callback()
+
+    @property
+    def can_undo(self) -> bool:
+        return bool(self._done) and not self.pending
+
+    @property
+    def can_redo(self) -> bool:
+        return bool(self._undone) and not self.pending
+
+    @property
+    def undo_text(self) -> str | None:
+        return self._done[-1].description if self._done else None
+
+    @property
+    def redo_text(self) -> str | None:
+        return self._undone[-1].description if self._undone else None
+
+    def push(self, command: Command) -> None:
+        """Execute and record ``command``; on a failed write keep it pending and raise WriteFailed."""
+        if self.pending:
+            # Order matters: a new edit must not overtake an unsaved earlier one.
+            self.pending.append(command)
+            self.last_error = "earlier edits are not saved yet; retry first"
+            self._notify()
+            raise WriteFailed(command, StoreError(self.last_error))
+        self._run(command, command.execute)
+        self._done.append(command)
+        self._undone.clear()
+        self._notify()
+
+    def undo(self) -> Command | None:
+        """Undo the last command (persisted); returns it, or None when there is nothing to undo."""
+        if not self.can_undo:
+            return None
+        command = self._done[-1]
+        self._run(command, command.undo, keep_pending=False)
+        self._done.pop()
+        self._undone.append(command)
+        self._notify()
+        return command
+
+    def redo(self) -> Command | None:
+        """Redo the last undone command (persisted)."""
+        if not self.can_redo:
+            return None
+        command = self._undone[-1]
+        self._run(command, command.execute, keep_pending=False)
+        self._undone.pop()
+        self._done.append(command)
+        self._notify()
+        return command
+
+    def retry_pending(self) -> int:
+        """Try to save the pending edits in order; returns how many were saved."""
+        saved = 0
+        while self.pending:
+            command = self.pending[0]
+            try:
+                command.execute()
+            except WRITE_ERRORS as exc:
+                self.last_error = _short(exc)
+                self._notify()
+                raise WriteFailed(command, exc) from exc
+            self.pending.pop(0)
+            self._done.append(command)
+            self._undone.clear()
+            saved += 1
+        self.last_error = None
+        self._notify()
+        return saved
+
+    def _run(self, command: Command, action: Callable[[], None], *, keep_pending: bool = True) -> None:
+        try:
+            action()
+        except WRITE_ERRORS as exc:
+            log.warning("write failed for %s: %s", command.description, _short(exc))
+            self.last_error = _short(exc)
+            if keep_pending:
+                self.pending.append(command)
+            self._notify()
+            raise WriteFailed(command, exc) from exc
+        self.last_error = None

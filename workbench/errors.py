@@ -1,0 +1,14 @@
+"""User-facing errors: each message names the file, line, field or channel and what to do."""
+
+from storage.errors import StoreError
+
+
+class AglwError(Exception):
+    """A handled error: the CLI prints its message on one line and exits with code 1."""
+
+
+class InputError(AglwError):
+    """Bad input (file, table, record, reply); nothing was stored."""
+
+
+__all__ = ["AglwError", "InputError", "StoreError"]

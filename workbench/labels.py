@@ -1,0 +1,466 @@
+"""Human labels: the one write path for expert edits (CLI and GUI alike).
+
+Every change is one transaction that updates the annotator's own label row and
+appends one :class:`storage.models.LabelHistory` row per changed field. A call
+returns only after the commit, so the caller may acknowledge the edit. Labels
+are per annotator: nothing here ever writes another annotator's row.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Final
+
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col, select
+
+from storage import Store
+from storage.models import (
+    Annotator,
+    CategoryLabel,
+    CategoryPolarity,
+    Clip,
+    ClipLabel,
+    LabelHistory,
+    utcnow,
+)
+from workbench.errors import InputError
+
+
+class _Unset:
+    """Marker for "leave this field as it is" (``None`` means "clear it")."""
+
+    _instance: "_Unset | None" = None
+
+    def __new__(cls) -> "_Unset":
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+UNSET: Final = _Unset()
+
+CONTRIBUTIONS = (0, 1, 2, 3)
+EFFECTS = ("helped", "misled", "neutral")
+POLARITIES = ("P", "N", "neutral")
+DECISIONS = ("accept", "reject", "unsure")
+RATINGS = (1, 2, 3, 4, 5)
+ROLES = ("expert", "adjudicator", "curator")
+
+# How often an insert that lost a race for the same (annotator, key) is retried.
+_INSERT_RETRIES = 5
+
+
+@dataclass(frozen=True)
+class AnnotatorInfo:
+    id: int
+    name: str
+    role: str
+    pseudonym: str
+
+
+@dataclass(frozen=True)
+class LabelChange:
+    """What one write changed: the fields' values before and after."""
+
+    entity: str
+    annotator_id: int
+    clip_id: int | None
+    category_id: str | None
+    old: dict[str, Any]
+    new: dict[str, Any]
+    command_id: str
+    version: int
+
+    @property
+    def changed(self) -> bool:
+        return self.old != self.new
+
+
+@dataclass(frozen=True)
+class CategoryLabelView:
+    annotator_id: int
+    clip_id: int
+    category_id: str
+    contribution: int | None
+    effect: str | None
+    polarity: str | None
+    version: int
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class ClipLabelView:
+    annotator_id: int
+    clip_id: int
+    rating: int | None
+    decision: str | None
+    note: str | None
+    quality_overruled: bool | None
+    version: int
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class PolarityView:
+    annotator_id: int
+    category_id: str
+    polarity: str | None
+    version: int
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    id: int
+    annotator_id: int
+    entity: str
+    clip_id: int | None
+    category_id: str | None
+    field: str
+    old_value: Any
+    new_value: Any
+    command_id: str
+    action: str
+    at: datetime
+
+
+@dataclass
+class _Spec:
+    """Which table an entity lives in and how its fields are validated."""
+
+    model: type
+    key_fields: tuple[str, ...]
+    value_fields: dict[str, tuple[Any, ...] | None] = field(default_factory=dict)
+
+
+_SPECS: dict[str, _Spec] = {
+    "category_label": _Spec(
+        CategoryLabel,
+        ("annotator_id", "clip_id", "category_id"),
+        {"contribution": CONTRIBUTIONS, "effect": EFFECTS, "polarity": POLARITIES},
+    ),
+    "clip_label": _Spec(
+        ClipLabel,
+        ("annotator_id", "clip_id"),
+        {"rating": RATINGS, "decision": DECISIONS, "note": None, "quality_overruled": (True, False)},
+    ),
+    "category_polarity": _Spec(CategoryPolarity, ("annotator_id", "category_id"), {"polarity": POLARITIES}),
+}
+
+
+def _validate(entity: str, values: dict[str, Any]) -> dict[str, Any]:
+    spec = _SPECS[entity]
+    clean: dict[str, Any] = {}
+    for name, value in values.items():
+        if value is UNSET:
+            continue
+        allowed = spec.value_fields[name]
+        if value is not None and allowed is not None and value not in allowed:
+            choices = ", ".join(str(a) for a in allowed)
+            raise InputError(f"{name} must be one of {choices} (or empty), got {value!r}")
+        if name == "note" and value is not None and not isinstance(value, str):
+            raise InputError(f"note must be text, got {type(value).__name__}")
+        clean[name] = value
+    return clean
+
+
+def _encode(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False)
+
+
+def _decode(value: str | None) -> Any:
+    return None if value is None else json.loads(value)
+
+
+class LabelService:
+    """Reads and writes human labels of one project store.
+
+    Parameters
+    ----------
+    store
+        The project store. Each method is its own unit of work.
+    """
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    # ------------------------------------------------------------------ annotators
+
+    def ensure_annotator(self, name: str, role: str = "expert") -> AnnotatorInfo:
+        """Return the annotator called ``name``, creating it (with a pseudonym) if new."""
+        name = name.strip()
+        if not name:
+            raise InputError("annotator name is empty; pass --annotator NAME")
+        if role not in ROLES:
+            raise InputError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
+        for _ in range(_INSERT_RETRIES):
+            with self.store.session() as s:
+                found = s.exec(select(Annotator).where(Annotator.name == name)).first()
+            if found is not None:
+                return _annotator_info(found)
+            try:
+                with self.store.write() as s:
+                    row = Annotator(name=name, role=role, pseudonym=f"annotator-{secrets.token_hex(4)}")
+                    s.add(row)
+                    s.flush()
+                    info = _annotator_info(row)
+                return info
+            except IntegrityError:
+                continue  # another process created it (or the pseudonym collided): read again
+        raise InputError(f"could not create annotator {name!r}; try again")
+
+    def list_annotators(self) -> list[AnnotatorInfo]:
+        with self.store.session() as s:
+            return [_annotator_info(a) for a in s.exec(select(Annotator).order_by(Annotator.id))]
+
+    def clip_id_for_key(self, key: str) -> int:
+        """The clip id of a dataset key; a handled error when unknown or ambiguous."""
+        with self.store.session() as s:
+            ids = s.exec(select(Clip.id).where(Clip.key == key)).all()
+        if not ids:
+            raise InputError(f"no clip with key {key!r} in this project; check the key (aglw import dataset first)")
+        if len(ids) > 1:
+            raise InputError(f"clip key {key!r} occurs in {len(ids)} datasets; it is ambiguous")
+        return int(ids[0])
+
+    # ------------------------------------------------------------------ writes
+
+    def set_category_label(
+        self,
+        annotator_id: int,
+        clip_id: int,
+        category_id: str,
+        *,
+        contribution: Any = UNSET,
+        effect: Any = UNSET,
+        polarity: Any = UNSET,
+        command_id: str | None = None,
+        action: str = "do",
+    ) -> LabelChange:
+        """Set an expert's contribution (0–3), effect and/or per-clip polarity for a category."""
+        if not category_id or not category_id.strip():
+            raise InputError("category id is empty; pass an AudioSet id such as /m/09x0r")
+        values = _validate(
+            "category_label", {"contribution": contribution, "effect": effect, "polarity": polarity}
+        )
+        keys = {"annotator_id": annotator_id, "clip_id": clip_id, "category_id": category_id.strip()}
+        return self._write("category_label", keys, values, command_id, action)
+
+    def set_clip_label(
+        self,
+        annotator_id: int,
+        clip_id: int,
+        *,
+        rating: Any = UNSET,
+        decision: Any = UNSET,
+        note: Any = UNSET,
+        quality_overruled: Any = UNSET,
+        command_id: str | None = None,
+        action: str = "do",
+    ) -> LabelChange:
+        """Set an expert's rating (1–5), decision, note and/or quality overrule for a clip."""
+        values = _validate(
+            "clip_label",
+            {"rating": rating, "decision": decision, "note": note, "quality_overruled": quality_overruled},
+        )
+        return self._write("clip_label", {"annotator_id": annotator_id, "clip_id": clip_id}, values, command_id, action)
+
+    def set_category_polarity(
+        self,
+        annotator_id: int,
+        category_id: str,
+        polarity: str | None,
+        *,
+        command_id: str | None = None,
+        action: str = "do",
+    ) -> LabelChange:
+        """Force a category's polarity across the pool (``None`` removes the override)."""
+        values = _validate("category_polarity", {"polarity": polarity})
+        keys = {"annotator_id": annotator_id, "category_id": category_id}
+        return self._write("category_polarity", keys, values, command_id, action)
+
+    def _write(
+        self,
+        entity: str,
+        keys: dict[str, Any],
+        values: dict[str, Any],
+        command_id: str | None,
+        action: str,
+    ) -> LabelChange:
+        if not values:
+            raise InputError("nothing to change: give at least one value")
+        if action not in {"do", "undo", "redo"}:
+            raise ValueError(f"unknown history action {action!r}")
+        command_id = command_id or uuid.uuid4().hex
+        for attempt in range(_INSERT_RETRIES):
+            try:
+                with self.store.write() as s:
+                    self._check_refs(s, keys)
+                    return self._apply(s, entity, keys, values, command_id, action)
+            except IntegrityError:
+                # Lost an insert race for the same key (same annotator in two
+                # processes): the row exists now, so the retry updates it.
+                if attempt == _INSERT_RETRIES - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    def _check_refs(s: Session, keys: dict[str, Any]) -> None:
+        if s.get(Annotator, keys["annotator_id"]) is None:
+            raise InputError(f"unknown annotator id {keys['annotator_id']}")
+        clip_id = keys.get("clip_id")
+        if clip_id is not None and s.get(Clip, clip_id) is None:
+            raise InputError(f"unknown clip id {clip_id}")
+
+    @staticmethod
+    def _apply(
+        s: Session, entity: str, keys: dict[str, Any], values: dict[str, Any], command_id: str, action: str
+    ) -> LabelChange:
+        model = _SPECS[entity].model
+        query = select(model)
+        for name, value in keys.items():
+            query = query.where(getattr(model, name) == value)
+        row = s.exec(query.with_for_update()).first()
+        if row is None:
+            row = model(**keys)
+            old = {name: None for name in values}
+            row.version = 0
+        else:
+            old = {name: getattr(row, name) for name in values}
+        for name, value in values.items():
+            setattr(row, name, value)
+        row.version = (row.version or 0) + 1
+        row.updated_at = utcnow()
+        s.add(row)
+        now = row.updated_at
+        for name, value in values.items():
+            if old[name] == value and action == "do":
+                continue
+            s.add(
+                LabelHistory(
+                    annotator_id=keys["annotator_id"],
+                    entity=entity,
+                    clip_id=keys.get("clip_id"),
+                    category_id=keys.get("category_id"),
+                    field=name,
+                    old_value=_encode(old[name]),
+                    new_value=_encode(value),
+                    command_id=command_id,
+                    action=action,
+                    at=now,
+                )
+            )
+        s.flush()
+        return LabelChange(
+            entity=entity,
+            annotator_id=keys["annotator_id"],
+            clip_id=keys.get("clip_id"),
+            category_id=keys.get("category_id"),
+            old=old,
+            new=dict(values),
+            command_id=command_id,
+            version=row.version,
+        )
+
+    # ------------------------------------------------------------------ reads
+
+    def category_labels(self, clip_id: int | None = None, annotator_id: int | None = None) -> list[CategoryLabelView]:
+        """Category labels, optionally for one clip and/or one annotator."""
+        query = select(CategoryLabel)
+        if clip_id is not None:
+            query = query.where(CategoryLabel.clip_id == clip_id)
+        if annotator_id is not None:
+            query = query.where(CategoryLabel.annotator_id == annotator_id)
+        with self.store.session() as s:
+            rows = s.exec(query.order_by(CategoryLabel.clip_id, CategoryLabel.category_id, CategoryLabel.annotator_id))
+            return [
+                CategoryLabelView(
+                    r.annotator_id, r.clip_id, r.category_id, r.contribution, r.effect, r.polarity, r.version, r.updated_at
+                )
+                for r in rows
+            ]
+
+    def clip_labels(self, clip_id: int | None = None, annotator_id: int | None = None) -> list[ClipLabelView]:
+        """Clip labels, optionally for one clip and/or one annotator."""
+        query = select(ClipLabel)
+        if clip_id is not None:
+            query = query.where(ClipLabel.clip_id == clip_id)
+        if annotator_id is not None:
+            query = query.where(ClipLabel.annotator_id == annotator_id)
+        with self.store.session() as s:
+            rows = s.exec(query.order_by(ClipLabel.clip_id, ClipLabel.annotator_id))
+            return [
+                ClipLabelView(
+                    r.annotator_id, r.clip_id, r.rating, r.decision, r.note, r.quality_overruled, r.version, r.updated_at
+                )
+                for r in rows
+            ]
+
+    def category_polarities(self, annotator_id: int | None = None) -> list[PolarityView]:
+        """Pool-wide category polarity overrides."""
+        query = select(CategoryPolarity)
+        if annotator_id is not None:
+            query = query.where(CategoryPolarity.annotator_id == annotator_id)
+        with self.store.session() as s:
+            rows = s.exec(query.order_by(CategoryPolarity.category_id, CategoryPolarity.annotator_id))
+            return [PolarityView(r.annotator_id, r.category_id, r.polarity, r.version, r.updated_at) for r in rows]
+
+    def history(
+        self,
+        *,
+        annotator_id: int | None = None,
+        clip_id: int | None = None,
+        until: datetime | None = None,
+    ) -> list[HistoryEntry]:
+        """The append-only history in the order it was written (optionally up to ``until``)."""
+        query = select(LabelHistory)
+        if annotator_id is not None:
+            query = query.where(LabelHistory.annotator_id == annotator_id)
+        if clip_id is not None:
+            query = query.where(LabelHistory.clip_id == clip_id)
+        if until is not None:
+            query = query.where(col(LabelHistory.at) <= until)
+        with self.store.session() as s:
+            rows = s.exec(query.order_by(col(LabelHistory.id)))
+            return [
+                HistoryEntry(
+                    r.id or 0,
+                    r.annotator_id,
+                    r.entity,
+                    r.clip_id,
+                    r.category_id,
+                    r.field,
+                    _decode(r.old_value),
+                    _decode(r.new_value),
+                    r.command_id,
+                    r.action,
+                    r.at,
+                )
+                for r in rows
+            ]
+
+    def labels_as_of(self, when: datetime, annotator_id: int | None = None) -> dict[tuple, Any]:
+        """Every label field's value at ``when``, replayed from the history.
+
+        Returns a mapping ``(entity, annotator_id, clip_id, category_id, field) -> value``.
+        """
+        state: dict[tuple, Any] = {}
+        for entry in self.history(annotator_id=annotator_id, until=when):
+            state[(entry.entity, entry.annotator_id, entry.clip_id, entry.category_id, entry.field)] = entry.new_value
+        return state
+
+
+def _annotator_info(row: Annotator) -> AnnotatorInfo:
+    assert row.id is not None
+    return AnnotatorInfo(id=row.id, name=row.name, role=row.role, pseudonym=row.pseudonym)
