@@ -1,0 +1,190 @@
+"""`aglw` commands: import dataset/predictions, metrics, leaderboard."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Optional
+
+import pandas as pd
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from workbench.cli.context import app_context, emit_json, say
+from workbench.errors import AglwError
+from workbench.importing import ImportReport, import_dataset, import_predictions
+from workbench.metrics.core import PROFILES
+from workbench.metrics.service import GROUP_BY_OPTIONS, leaderboard, model_metrics
+
+import_app = typer.Typer(help="Import a dataset CSV or ALM result records (all or nothing).", no_args_is_help=True)
+
+_RATE_KEYS = (
+    "continent_acc",
+    "country_acc",
+    "city_acc",
+    "reject_rate",
+    "within_1km",
+    "within_10km",
+    "within_100km",
+    "within_1000km",
+)
+# Only these differ between the agl1k and iso profiles.
+_PROFILE_DEPENDENT = ("continent_acc", "country_acc")
+_SHARED_COLUMNS = (
+    "n",
+    "distance_error_km",
+    "city_acc",
+    "reject_rate",
+    "within_1km",
+    "within_10km",
+    "within_100km",
+    "within_1000km",
+    "geoscore_mean",
+)
+
+
+def _format(key: str, value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if key in _RATE_KEYS or key.startswith(_PROFILE_DEPENDENT):
+        return f"{value:.3f}"
+    if key in ("distance_error_km", "geoscore_mean"):
+        return f"{value:,.2f}"
+    return escape(str(value))
+
+
+def _show_report(report: ImportReport, as_json: bool) -> None:
+    if as_json:
+        emit_json(report.as_dict())
+        return
+    verb = "checked (dry run, nothing stored)" if report.dry_run else "imported"
+    counts = ", ".join(f"{name.replace('_', ' ')} {value}" for name, value in report.counts.items())
+    say(f"{report.kind} {escape(report.name)!s} from {escape(report.source)}: {verb}; {counts}")
+    for warning in report.warnings:
+        say(f"[yellow]warning:[/yellow] {escape(warning)}")
+    for problem in report.problems:
+        say(f"[red]problem:[/red] {escape(problem)}")
+
+
+@import_app.command("dataset")
+def import_dataset_cmd(
+    ctx: typer.Context,
+    file: Path = typer.Argument(..., help="The dataset CSV (AGL1K geoLocalization_schema.csv)."),
+    format: str = typer.Option("agl1k", "--format", help="Table format (agl1k)."),  # noqa: A002
+    media_root: Optional[Path] = typer.Option(None, "--media-root", help="Folder with the recordings."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Validate and report; store nothing."),
+    name: Optional[str] = typer.Option(None, "--name", help="Dataset name (default: the file name)."),
+) -> None:
+    """Import a dataset CSV; all or nothing."""
+    app = app_context(ctx)
+    report = import_dataset(
+        app.store(), file, format=format, name=name, media_root=media_root, dry_run=dry_run
+    )
+    _show_report(report, app.json)
+
+
+@import_app.command("predictions")
+def import_predictions_cmd(
+    ctx: typer.Context,
+    file: Path = typer.Argument(..., help="ALM result records: JSON Lines or a JSON array."),
+    model: str = typer.Option(..., "--model", help="Name to file the predictions under."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Validate and report; store nothing."),
+    skip_malformed: bool = typer.Option(
+        False, "--skip-malformed", help="Import the good records and report the malformed ones."
+    ),
+    replace: bool = typer.Option(False, "--replace", help="Replace this model's earlier predictions."),
+    dataset: Optional[str] = typer.Option(
+        None, "--dataset", help="Dataset to link clips from (default: the one holding most keys)."
+    ),
+) -> None:
+    """Import ALM result records (JSON Lines or JSON array); all or nothing."""
+    app = app_context(ctx)
+    report = import_predictions(
+        app.store(),
+        model,
+        file,
+        dry_run=dry_run,
+        skip_malformed=skip_malformed,
+        replace=replace,
+        dataset=dataset,
+    )
+    _show_report(report, app.json)
+
+
+def _check_choice(value: str | None, allowed: tuple[str, ...], option: str) -> None:
+    if value is not None and value not in allowed:
+        raise AglwError(f"{option} {value!r} is not one of: {', '.join(allowed)}")
+
+
+def metrics_cmd(
+    ctx: typer.Context,
+    model: str = typer.Option(..., "--model", help="A model imported with `import predictions`."),
+    profile: str = typer.Option("agl1k", "--profile", help="Metric profile: agl1k or iso."),
+) -> None:
+    """Leaderboard metrics for one model."""
+    _check_choice(profile, PROFILES, "--profile")
+    app = app_context(ctx)
+    result = model_metrics(app.store(), model, profile)  # type: ignore[arg-type]
+    if app.json:
+        emit_json(result)
+        return
+    table = Table(title=f"{escape(model)} ({profile} profile)")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for key, value in result.items():
+        if key not in ("model", "profile"):
+            table.add_row(key, _format(key, value))
+    Console().print(table)
+
+
+def _side_by_side(frame: pd.DataFrame, group: bool) -> pd.DataFrame:
+    """One row per model (and group) with the profile-dependent accuracies per profile."""
+    index = ["group", "model"] if group else ["model"]
+    shared = frame[frame["profile"] == PROFILES[0]][[*index, *_SHARED_COLUMNS]]
+    for profile in PROFILES:
+        part = frame[frame["profile"] == profile][[*index, *_PROFILE_DEPENDENT]]
+        part = part.rename(columns={c: f"{c}_{profile}" for c in _PROFILE_DEPENDENT})
+        shared = shared.merge(part, on=index, how="outer")
+    ordered = [
+        *index,
+        "n",
+        "distance_error_km",
+        *(f"{c}_{p}" for c in _PROFILE_DEPENDENT for p in PROFILES),
+        *_SHARED_COLUMNS[2:],
+    ]
+    return shared[ordered]
+
+
+def leaderboard_cmd(
+    ctx: typer.Context,
+    profile: str = typer.Option("both", "--profile", help="agl1k, iso, or both side by side."),
+    by: Optional[str] = typer.Option(None, "--by", help="Group by continent or speech."),
+) -> None:
+    """Table for all imported models."""
+    _check_choice(profile, (*PROFILES, "both"), "--profile")
+    _check_choice(by, GROUP_BY_OPTIONS, "--by")
+    app = app_context(ctx)
+    frame = leaderboard(app.store(), profile, by)  # type: ignore[arg-type]
+    if app.json:
+        emit_json(frame.to_dict(orient="records"))
+        return
+    if frame.empty:
+        say("no predictions imported yet: use `aglw import predictions --model NAME FILE`")
+        return
+    shown = _side_by_side(frame, by is not None) if profile == "both" else frame.drop(columns="profile")
+    title = "leaderboard" + (f" by {by}" if by else "") + f" ({profile} profile{'s' if profile == 'both' else ''})"
+    table = Table(title=title)
+    for column in shown.columns:
+        table.add_column(column.replace("_", " "), justify="left" if column in ("model", "group") else "right")
+    for record in shown.to_dict(orient="records"):
+        table.add_row(*(_format(column, value) for column, value in record.items()))
+    Console(width=max(200, Console().width)).print(table)
+
+
+def register(app: typer.Typer) -> None:
+    """Add this module's commands to the root app."""
+    app.add_typer(import_app, name="import")
+    app.command("metrics")(metrics_cmd)
+    app.command("leaderboard")(leaderboard_cmd)

@@ -1,0 +1,273 @@
+"""Reading ALM result files (JSON Lines or a JSON array) into plain records (no database).
+
+Every record keeps the model's predicted values as raw text (``"Unknown"``, ``""``, ``"0"`` are
+meaningful to the metrics); problems are collected with line numbers instead of crashing.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workbench.errors import InputError
+
+KNOWN_FIELDS = frozenset(
+    {
+        "question",
+        "task_id",
+        "question_id",
+        "true_city",
+        "true_country",
+        "true_continent",
+        "true_longitude",
+        "true_latitude",
+        "description",
+        "title",
+        "predicted_city",
+        "predicted_country",
+        "predicted_continent",
+        "predicted_longitude",
+        "predicted_latitude",
+        "reasoning",
+        "model_output",
+        "seed",
+    }
+)
+TEXT_FIELDS = (
+    "task_id",
+    "true_city",
+    "true_country",
+    "true_continent",
+    "predicted_city",
+    "predicted_country",
+    "predicted_continent",
+    "predicted_longitude",
+    "predicted_latitude",
+    "reasoning",
+    "model_output",
+    "question",
+)
+CONTAINER_JSONL = "jsonl"
+CONTAINER_JSON_ARRAY = "json-array"
+
+
+@dataclass
+class PredictionRecord:
+    """One result record ready to store: raw text values, parsed true coordinates."""
+
+    line_no: int
+    question_id: str
+    values: dict[str, Any]
+
+
+@dataclass
+class PredictionFile:
+    """Everything read from one result file, good records and findings alike."""
+
+    path: Path
+    container: str
+    records: list[PredictionRecord]
+    malformed: list[tuple[int, str]] = field(default_factory=list)
+    duplicates: list[tuple[int, int, str]] = field(default_factory=list)  # line, first line, id
+    unknown_fields: dict[str, int] = field(default_factory=dict)  # field -> first line
+    seed: int | None = None
+
+
+def _raw_text(value: Any) -> str | None:
+    """Store a value as the model wrote it: numbers as their JSON text, null (or NaN) as None."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _true_coordinate(value: Any) -> float | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        number = float(value.strip() if isinstance(value, str) else value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _to_record(obj: Any, line_no: int) -> PredictionRecord | str:
+    """A record, or the reason the object is malformed."""
+    if not isinstance(obj, dict):
+        return f"expected a JSON object, found {type(obj).__name__}"
+    question_id = obj.get("question_id")
+    if isinstance(question_id, (int, float)) and not isinstance(question_id, bool):
+        question_id = str(question_id)
+    if not isinstance(question_id, str) or not question_id.strip():
+        return "no question_id (the dataset key of the clip)"
+    values: dict[str, Any] = {name: _raw_text(obj.get(name)) for name in TEXT_FIELDS}
+    for name, low, high in (("true_latitude", -90, 90), ("true_longitude", -180, 180)):
+        raw = obj.get(name)
+        number = _true_coordinate(raw)
+        if raw is not None and (number is None or not low <= number <= high):
+            return f"field {name}: {raw!r} is not a coordinate in [{low}, {high}]"
+        values[name] = number
+    seed = obj.get("seed")
+    values["seed"] = seed if isinstance(seed, int) and not isinstance(seed, bool) else None
+    return PredictionRecord(line_no=line_no, question_id=question_id.strip(), values=values)
+
+
+def _iter_jsonl(text: str) -> list[tuple[int, Any | json.JSONDecodeError]]:
+    items: list[tuple[int, Any | json.JSONDecodeError]] = []
+    # split("\n"), not splitlines(): U+2028 and friends may legally sit inside JSON strings.
+    for line_no, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            items.append((line_no, json.loads(line)))
+        except json.JSONDecodeError as exc:
+            items.append((line_no, exc))
+    return items
+
+
+def _iter_json_array(text: str, path: Path) -> list[tuple[int, Any]]:
+    """Elements of a JSON array with the line each starts on."""
+    decoder = json.JSONDecoder()
+    position = text.index("[") + 1
+    items: list[tuple[int, Any]] = []
+    length = len(text)
+
+    def skip_whitespace(pos: int) -> int:
+        while pos < length and text[pos] in " \t\r\n":
+            pos += 1
+        return pos
+
+    def fail(pos: int, what: str) -> InputError:
+        line = text.count("\n", 0, pos) + 1
+        return InputError(
+            f"{path}, line {line}: the JSON array is malformed ({what}); a broken array cannot be "
+            "partly imported. Fix the file or convert it to JSON Lines."
+        )
+
+    position = skip_whitespace(position)
+    if position < length and text[position] == "]":
+        if skip_whitespace(position + 1) != length:
+            raise fail(position + 1, "text after the closing ']'")
+        return items
+    while True:
+        position = skip_whitespace(position)
+        try:
+            obj, end = decoder.raw_decode(text, position)
+        except json.JSONDecodeError as exc:
+            raise fail(exc.pos, exc.msg) from exc
+        items.append((text.count("\n", 0, position) + 1, obj))
+        position = skip_whitespace(end)
+        if position < length and text[position] == ",":
+            position += 1
+            continue
+        if position < length and text[position] == "]":
+            if skip_whitespace(position + 1) != length:
+                raise fail(position + 1, "text after the closing ']'")
+            return items
+        raise fail(position, "expected ',' or ']'")
+
+
+def _looks_like_json_array(text: str) -> bool:
+    """A JSON array, unless the text is JSON Lines whose first record happens to be an array."""
+    if not text.lstrip().startswith("["):
+        return False
+    try:
+        return isinstance(json.loads(text), list)
+    except json.JSONDecodeError:
+        pass
+    lines = [line for line in text.split("\n") if line.strip()]
+    if len(lines) < 2:
+        return True
+    try:
+        json.loads(lines[0])
+    except json.JSONDecodeError:
+        return True
+    return False
+
+
+def parse_prediction_text(text: str, path: Path) -> PredictionFile:
+    """Parse ALM result records, detecting JSON Lines vs a JSON array.
+
+    Parameters
+    ----------
+    text : str
+        The decoded file content.
+    path : Path
+        The file, named in messages.
+
+    Returns
+    -------
+    PredictionFile
+        Good records (first occurrence of each ``question_id``) plus the malformed lines,
+        duplicate lines and unknown fields found. The caller decides whether malformed lines stop
+        the import.
+
+    Raises
+    ------
+    InputError
+        The file is empty, or it is a JSON array that is not valid JSON.
+    """
+    stripped = text.lstrip()
+    if not stripped:
+        raise InputError(f"{path}: the result file is empty.")
+    if _looks_like_json_array(text):
+        container = CONTAINER_JSON_ARRAY
+        items: list[tuple[int, Any]] = list(_iter_json_array(text, path))
+    else:
+        container = CONTAINER_JSONL
+        items = _iter_jsonl(text)
+
+    result = PredictionFile(path=path, container=container, records=[])
+    first_line: dict[str, int] = {}
+    seeds: set[int] = set()
+    for line_no, obj in items:
+        if isinstance(obj, json.JSONDecodeError):
+            result.malformed.append((line_no, f"not valid JSON ({obj.msg}, column {obj.colno})"))
+            continue
+        record = _to_record(obj, line_no)
+        if isinstance(record, str):
+            result.malformed.append((line_no, record))
+            continue
+        for name in obj:
+            if name not in KNOWN_FIELDS and name not in result.unknown_fields:
+                result.unknown_fields[name] = line_no
+        if record.question_id in first_line:
+            result.duplicates.append((line_no, first_line[record.question_id], record.question_id))
+            continue
+        first_line[record.question_id] = line_no
+        if record.values["seed"] is not None:
+            seeds.add(record.values["seed"])
+        result.records.append(record)
+    result.seed = seeds.pop() if len(seeds) == 1 else None
+    return result
+
+
+def read_prediction_file(path: str | Path) -> PredictionFile:
+    """Read an ALM result file (UTF-8, with or without BOM) and parse it.
+
+    Raises
+    ------
+    InputError
+        The file cannot be read or decoded, or :func:`parse_prediction_text` refuses it.
+    """
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the result file ({exc.strerror or exc}).") from exc
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError(
+            f"{path}, line {line}: not valid UTF-8; JSON result files must be UTF-8."
+        ) from exc
+    return parse_prediction_text(text, path)
