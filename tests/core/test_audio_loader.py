@@ -1,0 +1,253 @@
+"""Audio loader: decoding, streaming, media-root confinement and the bad-input catalogue."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from workbench.audio.loader import (
+    AudioData,
+    AudioError,
+    audio_info,
+    content_hash,
+    iter_blocks,
+    load_audio,
+    resolve_media_path,
+)
+from workbench.errors import InputError
+
+
+def _wav_header(sample_rate: int, channels: int, data: bytes, bits: int = 16) -> bytes:
+    block_align = channels * bits // 8
+    fmt = struct.pack("<IHHIIHH", 16, 1, channels, sample_rate, sample_rate * block_align, block_align, bits)
+    return b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVE" + b"fmt " + fmt + b"data" + struct.pack("<I", len(data)) + data
+
+
+@pytest.fixture
+def stereo_wav(tmp_path: Path) -> Path:
+    rate = 8000
+    t = np.arange(rate) / rate
+    left = 0.5 * np.sin(2 * np.pi * 440 * t)
+    right = 0.25 * np.sin(2 * np.pi * 880 * t)
+    path = tmp_path / "tone.wav"
+    sf.write(path, np.stack([left, right], axis=1), rate, subtype="PCM_16")
+    return path
+
+
+def test_load_keeps_native_rate_and_shape(stereo_wav: Path) -> None:
+    audio = load_audio(stereo_wav)
+    assert isinstance(audio, AudioData)
+    assert audio.sample_rate == 8000
+    assert audio.samples.shape == (8000, 2)
+    assert audio.samples.dtype == np.float32
+    assert audio.info.n_channels == 2 and audio.info.frames == 8000
+    assert audio.info.format == "WAV"
+    assert np.max(np.abs(audio.samples[:, 0])) == pytest.approx(0.5, abs=1e-3)
+    assert np.max(np.abs(audio.samples[:, 1])) == pytest.approx(0.25, abs=1e-3)
+
+
+def test_load_mono_resample_and_max_seconds(stereo_wav: Path) -> None:
+    audio = load_audio(stereo_wav, sample_rate=16000, mono=True, max_seconds=0.5)
+    assert audio.sample_rate == 16000
+    assert audio.samples.shape == (8000, 1)
+    same_rate = load_audio(stereo_wav, sample_rate=8000)
+    np.testing.assert_array_equal(same_rate.samples, load_audio(stereo_wav).samples)
+
+
+def test_missing_file_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "nowhere.wav"
+    with pytest.raises(AudioError, match=r"nowhere\.wav: file not found"):
+        load_audio(path)
+
+
+def test_unreadable_file(tmp_path: Path, stereo_wav: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Tests run as root here, where chmod 000 does not stop reading; simulate the denial.
+    monkeypatch.setattr(os, "access", lambda *_args, **_kw: False)
+    with pytest.raises(AudioError, match=r"tone\.wav: file is not readable"):
+        load_audio(stereo_wav)
+
+
+def test_directory_is_not_audio(tmp_path: Path) -> None:
+    with pytest.raises(AudioError, match="not a regular file"):
+        audio_info(tmp_path)
+
+
+def test_zero_length_file(tmp_path: Path) -> None:
+    path = tmp_path / "empty.mp3"
+    path.write_bytes(b"")
+    with pytest.raises(AudioError, match=r"empty\.mp3: file is empty"):
+        load_audio(path)
+
+
+def test_corrupt_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "noise.mp3"
+    path.write_bytes(bytes(np.random.default_rng(1).integers(0, 256, 4000, dtype=np.uint8)))
+    with pytest.raises(AudioError, match=r"noise\.mp3: .*(not a recognised audio file|corrupt)"):
+        load_audio(path)
+
+
+def test_text_file_with_audio_extension(tmp_path: Path) -> None:
+    path = tmp_path / "notes.wav"
+    path.write_text("these are field notes, not a recording\n" * 20)
+    with pytest.raises(AudioError, match=r"notes\.wav: .*convert it"):
+        audio_info(path)
+
+
+def test_wrong_extension_is_detected_by_content(tmp_path: Path, stereo_wav: Path) -> None:
+    renamed = tmp_path / "actually_wav.mp3"
+    renamed.write_bytes(stereo_wav.read_bytes())
+    audio = load_audio(renamed)
+    assert audio.info.format == "WAV"
+    assert audio.samples.shape == (8000, 2)
+
+
+def test_unsupported_codec(tmp_path: Path) -> None:
+    # An MP4 box header with an AAC-like payload: no decoder in this environment.
+    path = tmp_path / "clip.m4a"
+    path.write_bytes(struct.pack(">I", 24) + b"ftypM4A " + b"\0" * 12 + b"\x01" * 500)
+    with pytest.raises(AudioError, match=r"clip\.m4a: .*(MP4|not a recognised)"):
+        load_audio(path)
+
+
+@pytest.mark.parametrize(
+    ("rate", "channels", "pattern"),
+    [(0, 1, "declares an implausible sample rate of 0 Hz"), (44100, 64, "declares 64 channels")],
+)
+def test_absurd_header_values(tmp_path: Path, rate: int, channels: int, pattern: str) -> None:
+    path = tmp_path / f"absurd_{rate}_{channels}.wav"
+    path.write_bytes(_wav_header(rate, channels, b"\0" * (channels * 2 * 50)))
+    with pytest.raises(AudioError, match=rf"absurd_{rate}_{channels}\.wav: header {pattern}"):
+        load_audio(path)
+
+
+def test_nan_and_inf_samples_are_zeroed_and_counted(tmp_path: Path) -> None:
+    samples = np.full(800, 0.25, dtype=np.float32)
+    samples[[3, 10]] = np.nan
+    samples[20] = np.inf
+    samples[21] = -np.inf
+    path = tmp_path / "nan.wav"
+    sf.write(path, samples, 8000, subtype="FLOAT")
+    audio = load_audio(path)
+    assert audio.non_finite_samples == 4
+    assert np.isfinite(audio.samples).all()
+    assert audio.samples[[3, 10, 20, 21], 0].tolist() == [0.0, 0.0, 0.0, 0.0]
+    assert audio.samples[4, 0] == pytest.approx(0.25)
+    blocks = [block for _, block in iter_blocks(path, 100)]
+    assert np.isfinite(np.concatenate(blocks)).all()
+
+
+def test_silence_is_fine(tmp_path: Path) -> None:
+    path = tmp_path / "silence.flac"
+    sf.write(path, np.zeros((4000, 2), dtype=np.float32), 8000)
+    audio = load_audio(path)
+    assert audio.samples.shape == (4000, 2)
+    assert not audio.samples.any()
+
+
+def test_iter_blocks_with_overlap_reassembles(stereo_wav: Path) -> None:
+    whole = load_audio(stereo_wav).samples
+    starts = []
+    for start, block in iter_blocks(stereo_wav, 1000, overlap_frames=200):
+        starts.append(start)
+        np.testing.assert_array_equal(block, whole[start : start + block.shape[0]])
+    assert starts[:3] == [0, 800, 1600]
+    assert starts[-1] + 1000 >= whole.shape[0]
+
+
+def test_iter_blocks_streams_a_long_file(tmp_path: Path) -> None:
+    rate = 8000
+    path = tmp_path / "long.wav"
+    chunk = np.zeros(rate * 60, dtype=np.int16)
+    with sf.SoundFile(path, "w", samplerate=rate, channels=1, subtype="PCM_16") as handle:
+        for minute in range(20):
+            chunk[:] = minute
+            handle.write(chunk)
+    total_bytes_as_float = 20 * 60 * rate * 4
+    tracemalloc.start()
+    try:
+        frames = 0
+        last_start = -1
+        for start, block in iter_blocks(path, rate * 5):
+            assert start == frames and start > last_start
+            frames += block.shape[0]
+            last_start = start
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert frames == 20 * 60 * rate
+    # Streaming holds a few blocks at most, never the 38 MB the whole file would take.
+    assert peak < total_bytes_as_float / 20
+
+
+def test_resolve_media_path_inside_root(tmp_path: Path) -> None:
+    root = tmp_path / "media"
+    (root / "sub").mkdir(parents=True)
+    target = root / "sub" / "a.mp3"
+    target.write_bytes(b"x")
+    assert resolve_media_path("sub/a.mp3", [root]) == target.resolve()
+    assert resolve_media_path(target, [tmp_path / "other", root]) == target.resolve()
+    assert resolve_media_path("sub/../sub/a.mp3", [root]) == target.resolve()
+
+
+def test_resolve_media_path_refuses_escape(tmp_path: Path) -> None:
+    root = tmp_path / "media"
+    root.mkdir()
+    with pytest.raises(AudioError, match=r"\.\./\.\./etc/passwd: refused .*outside the media roots"):
+        resolve_media_path("../../etc/passwd", [root])
+    with pytest.raises(AudioError, match="refused"):
+        resolve_media_path("/etc/passwd", [root])
+    with pytest.raises(AudioError, match="no media root"):
+        resolve_media_path("a.mp3", [])
+
+
+def test_resolve_media_path_refuses_symlink_out(tmp_path: Path) -> None:
+    root = tmp_path / "media"
+    root.mkdir()
+    secret = tmp_path / "secret.wav"
+    secret.write_bytes(b"RIFF")
+    (root / "link.wav").symlink_to(secret)
+    (root / "linkdir").symlink_to(tmp_path)
+    with pytest.raises(AudioError, match=r"link\.wav: refused"):
+        resolve_media_path("link.wav", [root])
+    with pytest.raises(AudioError, match="refused"):
+        resolve_media_path("linkdir/secret.wav", [root])
+
+
+def test_content_hash_matches_hashlib(stereo_wav: Path, tmp_path: Path) -> None:
+    assert content_hash(stereo_wav) == hashlib.sha256(stereo_wav.read_bytes()).hexdigest()
+    with pytest.raises(AudioError, match="cannot read"):
+        content_hash(tmp_path / "gone.wav")
+
+
+def test_audio_error_is_an_input_error() -> None:
+    assert issubclass(AudioError, InputError)
+
+
+def test_mono_mix_while_reading_equals_mixing_afterwards(tmp_path: Path) -> None:
+    rng = np.random.default_rng(9)
+    samples = rng.uniform(-0.5, 0.5, size=(3000, 4)).astype(np.float32)
+    path = tmp_path / "foa.wav"
+    sf.write(path, samples, 8000, subtype="FLOAT")
+    mono = load_audio(path, mono=True)
+    assert mono.samples.shape == (3000, 1) and mono.info.n_channels == 4
+    np.testing.assert_allclose(mono.samples[:, 0], samples.mean(axis=1), atol=1e-6)
+
+
+def test_truncated_mp3_with_a_length_header_is_an_error(tmp_path: Path) -> None:
+    rate = 16000
+    tone = (0.3 * np.sin(2 * np.pi * 440 * np.arange(rate * 6) / rate)).astype(np.float32)
+    whole = tmp_path / "whole.mp3"
+    sf.write(whole, tone, rate, format="MP3")
+    data = whole.read_bytes()
+    assert b"Xing" in data[:4096] or b"Info" in data[:4096]
+    cut = tmp_path / "cut.mp3"
+    cut.write_bytes(data[: len(data) // 3])
+    with pytest.raises(AudioError, match=r"cut\.mp3: truncated — header promises 6\.0 s"):
+        load_audio(cut)

@@ -1,0 +1,229 @@
+"""Spectrogram and waveform pyramids: pooling, view resolution, fixed quantisation, cache."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from workbench.audio import spectrogram as spectrogram_module
+from workbench.audio.loader import AudioData, AudioInfo, content_hash, load_audio
+from workbench.audio.spectrogram import ENVELOPE_BUCKET, SpectrogramParams, compute_pyramids
+
+RATE = 8000
+
+
+def _audio(samples: np.ndarray, rate: int = RATE) -> AudioData:
+    samples = samples.astype(np.float32)
+    samples = samples[:, None] if samples.ndim == 1 else samples
+    info = AudioInfo(Path("synthetic.wav"), rate, samples.shape[1], samples.shape[0], samples.shape[0] / rate, "WAV", "FLOAT")
+    return AudioData(samples=samples, sample_rate=rate, info=info)
+
+
+@pytest.fixture
+def click_signal() -> np.ndarray:
+    signal = np.zeros(RATE * 20, dtype=np.float32)  # 20 s of silence ...
+    signal[int(13.37 * RATE)] = 1.0  # ... with one click at 13.37 s
+    return signal
+
+
+def test_full_scale_sine_maps_to_the_ceiling_and_silence_to_the_floor() -> None:
+    params = SpectrogramParams(n_fft=512, hop=128)
+    t = np.arange(RATE * 2) / RATE
+    bin_hz = RATE / params.n_fft
+    sine = np.sin(2 * np.pi * 64 * bin_hz * t)  # exactly on bin 64
+    pyramid, _ = compute_pyramids(_audio(sine), params)
+    middle = pyramid.levels[0][:, 20:-20]
+    assert np.all(middle[64] >= 254)  # 0 dBFS
+    assert np.all(middle[200] <= 40)  # far from the tone: near the floor
+    quiet, _ = compute_pyramids(_audio(sine * 0.01), params)  # -40 dB
+    expected_level = round(255 * (-40 - params.db_floor) / (params.db_ceiling - params.db_floor))
+    assert abs(int(np.median(quiet.levels[0][64, 20:-20])) - expected_level) <= 1
+    assert params.db_of_level(255) == pytest.approx(0.0)
+    silent, _ = compute_pyramids(_audio(np.zeros(RATE)), params)
+    assert not silent.levels[0].any()
+    np.testing.assert_allclose(pyramid.freqs_hz[64], 64 * bin_hz)
+
+
+def test_quantisation_levels_are_fixed_across_clips() -> None:
+    params = SpectrogramParams(n_fft=256, hop=64)
+    t = np.arange(RATE) / RATE
+    loud, _ = compute_pyramids(_audio(0.9 * np.sin(2 * np.pi * 1000 * t)), params)
+    soft, _ = compute_pyramids(_audio(0.09 * np.sin(2 * np.pi * 1000 * t)), params)
+    row = int(round(1000 / (RATE / params.n_fft)))
+    # 20 dB apart -> 51 levels apart on a 100 dB / 255 level scale, whatever the clip's own peak.
+    difference = int(np.median(loud.levels[0][row, 5:-5])) - int(np.median(soft.levels[0][row, 5:-5]))
+    assert abs(difference - 51) <= 1
+
+
+def test_click_is_visible_at_every_level(click_signal: np.ndarray) -> None:
+    params = SpectrogramParams(n_fft=256, hop=64)
+    pyramid, envelope = compute_pyramids(_audio(click_signal), params)
+    assert pyramid.levels[0].shape == (129, math.ceil(click_signal.size / 64))
+    for level, image in enumerate(pyramid.levels):
+        column_s = pyramid.frame_hop_s * 2**level
+        loud_columns = np.flatnonzero(image.max(axis=0) > 100)
+        assert loud_columns.size >= 1, f"click lost at level {level}"
+        assert loud_columns.min() * column_s <= 13.37 + 2 * pyramid.frame_hop_s
+        assert (loud_columns.max() + 1) * column_s >= 13.37 - 2 * pyramid.frame_hop_s
+        if level:
+            previous = pyramid.levels[level - 1]
+            padded = np.concatenate([previous, previous[:, -1:]], axis=1) if previous.shape[1] % 2 else previous
+            np.testing.assert_array_equal(image, np.maximum(padded[:, 0::2], padded[:, 1::2]))
+    assert pyramid.levels[-1].shape[1] == 1
+    for level in range(len(envelope.maxs)):
+        assert envelope.maxs[level].max() == pytest.approx(1.0)
+        assert envelope.mins[level].min() == 0.0
+
+
+def test_view_gives_one_to_two_columns_per_pixel(click_signal: np.ndarray) -> None:
+    pyramid, envelope = compute_pyramids(_audio(click_signal), SpectrogramParams(n_fft=256, hop=64))
+    for t0, t1, pixels in [(0.0, 20.0, 800), (5.0, 6.0, 37), (12.0, 15.5, 300), (0.0, 20.0, 1)]:
+        image, start, end = pyramid.view(t0, t1, pixels)
+        assert start <= t0 + 1e-9 and end >= t1 - 1e-9
+        covered_per_pixel = image.shape[1] * (t1 - t0) / ((end - start) * pixels)
+        assert 1.0 <= image.shape[1] / pixels <= 2.0 + 2.0 / pixels + 1e-9, (t0, t1, pixels, image.shape)
+        assert covered_per_pixel >= 0.9
+        times, mins, maxs = envelope.view(t0, t1, pixels)
+        assert pixels <= times.size <= 2 * pixels + 2
+        assert times[0] <= t0 + 1e-9 and np.all(mins <= maxs)
+    # Zoomed in beyond level 0: every level-0 column in the span, fewer than the pixels.
+    image, start, end = pyramid.view(10.0, 10.05, 1000)
+    assert image.shape[1] == math.ceil(10.05 / pyramid.frame_hop_s) - math.floor(10.0 / pyramid.frame_hop_s)
+    # Out-of-range requests are clamped, not errors.
+    image, start, end = pyramid.view(-5.0, 99.0, 100)
+    assert start == 0.0 and end == pytest.approx(20.0)
+    with pytest.raises(ValueError):
+        pyramid.view(0.0, math.nan, 10)
+
+
+def test_envelope_values_match_the_mono_mix() -> None:
+    rng = np.random.default_rng(5)
+    stereo = rng.uniform(-1, 1, size=(ENVELOPE_BUCKET * 100 + 7, 2)).astype(np.float32)
+    _, envelope = compute_pyramids(_audio(stereo), SpectrogramParams(n_fft=64, hop=16))
+    mono = stereo.mean(axis=1)
+    buckets = mono[: ENVELOPE_BUCKET * 100].reshape(100, ENVELOPE_BUCKET)
+    np.testing.assert_allclose(envelope.mins[0][:100], buckets.min(axis=1), atol=1e-6)
+    np.testing.assert_allclose(envelope.maxs[0][:100], buckets.max(axis=1), atol=1e-6)
+    assert envelope.mins[0].size == 101
+    assert envelope.maxs[0][100] == pytest.approx(mono[-7:].max(), abs=1e-6)
+
+
+def test_streamed_file_equals_in_memory(tmp_path: Path) -> None:
+    rng = np.random.default_rng(7)
+    # Longer than one streaming block, so block boundaries are exercised.
+    samples = (rng.standard_normal((RATE * 40, 2)) * 0.1).astype(np.float32)
+    path = tmp_path / "noise.wav"
+    sf.write(path, samples, RATE, subtype="FLOAT")
+    params = SpectrogramParams(n_fft=512, hop=128)
+    from_file, envelope_file = compute_pyramids(path, params, cache_dir=tmp_path / "cache")
+    from_memory, envelope_memory = compute_pyramids(load_audio(path), params)
+    np.testing.assert_array_equal(np.asarray(from_file.levels[0]), from_memory.levels[0])
+    np.testing.assert_array_equal(np.asarray(envelope_file.maxs[0]), envelope_memory.maxs[0])
+
+
+def test_mel_scale(click_signal: np.ndarray) -> None:
+    params = SpectrogramParams(n_fft=256, hop=64, scale="mel", n_mels=40)
+    pyramid, _ = compute_pyramids(_audio(click_signal), params)
+    assert pyramid.levels[0].shape[0] == 40
+    assert pyramid.freqs_hz.shape == (40,) and np.all(np.diff(pyramid.freqs_hz) > 0)
+    assert pyramid.levels[0].max() > 100
+
+
+def test_cache_hit_is_identical_and_does_not_recompute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(11)
+    path = tmp_path / "clip.wav"
+    sf.write(path, (rng.standard_normal(RATE * 3) * 0.2).astype(np.float32), RATE, subtype="FLOAT")
+    params = SpectrogramParams(n_fft=256, hop=64)
+    cache = tmp_path / "cache"
+    first, first_env = compute_pyramids(path, params, cache_dir=cache)
+    calls = []
+    monkeypatch.setattr(spectrogram_module, "_compute", lambda *a, **k: calls.append(a) or (_ for _ in ()).throw(AssertionError("recomputed")))
+    second, second_env = compute_pyramids(path, params, cache_dir=cache)
+    assert calls == []
+    assert len(second.levels) == len(first.levels)
+    for a, b in zip(first.levels, second.levels):
+        np.testing.assert_array_equal(a, b)
+    for a, b in zip(first_env.mins, second_env.mins):
+        np.testing.assert_array_equal(a, b)
+    assert second.frame_hop_s == first.frame_hop_s and second.duration_s == first.duration_s
+    np.testing.assert_array_equal(second.freqs_hz, first.freqs_hz)
+    # Same hash passed explicitly with decoded audio: still a hit.
+    third, _ = compute_pyramids(load_audio(path), params, cache_dir=cache, content_hash=content_hash(path))
+    np.testing.assert_array_equal(third.levels[2], first.levels[2])
+    # Other parameters are another cache entry, so they must compute.
+    with pytest.raises(AssertionError, match="recomputed"):
+        compute_pyramids(path, SpectrogramParams(n_fft=512, hop=64), cache_dir=cache)
+
+
+def test_default_cache_location_and_corrupt_entry_recomputes(tmp_path: Path) -> None:
+    from workbench.config import cache_dir
+
+    path = tmp_path / "clip.wav"
+    sf.write(path, np.zeros(RATE, dtype=np.float32), RATE)
+    params = SpectrogramParams(n_fft=256, hop=64)
+    compute_pyramids(path, params)
+    entries = list((cache_dir() / "pyramids").iterdir())
+    assert len(entries) == 1
+    (entries[0] / "spectrogram.npy").write_bytes(b"garbage")
+    pyramid, _ = compute_pyramids(path, params)
+    assert pyramid.levels[0].shape == (129, RATE // 64)
+    # The broken entry was replaced: the next open is served from the cache (memory-mapped).
+    reopened, _ = compute_pyramids(path, params)
+    assert isinstance(reopened.levels[0], np.memmap) or isinstance(reopened.levels[0].base, np.memmap)
+
+
+def test_bad_params_are_refused() -> None:
+    with pytest.raises(ValueError):
+        SpectrogramParams(n_fft=256, hop=512)
+    with pytest.raises(ValueError):
+        SpectrogramParams(db_floor=0.0, db_ceiling=-10.0)
+    with pytest.raises(ValueError):
+        SpectrogramParams(scale="log")  # type: ignore[arg-type]
+
+
+def test_cache_is_pruned_least_recently_used_first(tmp_path: Path) -> None:
+    import os
+
+    from workbench.audio.spectrogram import prune_cache
+
+    cache = tmp_path / "cache"
+    params = SpectrogramParams(n_fft=256, hop=64)
+    for index in range(3):
+        audio = _audio(np.full(RATE * 2, 0.1 * (index + 1)))
+        compute_pyramids(audio, params, cache_dir=cache, content_hash=f"hash{index}")
+    entries = sorted(cache.iterdir())
+    assert len(entries) == 3
+    for age, entry in enumerate(sorted(entries, key=lambda e: (e / "meta.json").stat().st_mtime)):
+        os.utime(entry / "meta.json", (1_000_000 + age, 1_000_000 + age))
+    oldest = min(entries, key=lambda e: (e / "meta.json").stat().st_mtime)
+    one_entry = sum(item.stat().st_size for item in oldest.iterdir())
+    # Reopening the oldest entry makes it the most recently used: another one goes instead.
+    compute_pyramids(_audio(np.zeros(10)), params, cache_dir=cache, content_hash="hash0")
+    assert prune_cache(cache, budget_bytes=int(one_entry * 2.5)) == 1
+    remaining = {e.name for e in cache.iterdir()}
+    assert len(remaining) == 2
+    reopened, _ = compute_pyramids(_audio(np.zeros(10)), params, cache_dir=cache, content_hash="hash0")
+    assert reopened.levels[0].shape[1] == 2 * RATE // 64  # still cached, not the 10-sample dummy
+    assert prune_cache(cache, budget_bytes=0) == 2
+
+
+def test_long_recordings_are_pooled_while_computing(monkeypatch: pytest.MonkeyPatch, click_signal: np.ndarray) -> None:
+    params = SpectrogramParams(n_fft=256, hop=64)
+    full, full_envelope = compute_pyramids(_audio(click_signal), params)
+    # Pretend the limits are tiny so that a 20 s signal counts as a very long one.
+    monkeypatch.setattr(spectrogram_module, "MAX_LEVEL0_COLUMNS", 600)
+    monkeypatch.setattr(spectrogram_module, "MAX_ENVELOPE_BUCKETS", 1000)
+    pooled, pooled_envelope = compute_pyramids(_audio(click_signal), params)
+    pool = 8  # 2500 columns / 600 = 4.2 -> the next power of two
+    assert pooled.frame_hop_s == pytest.approx(full.frame_hop_s * pool)
+    assert pooled.levels[0].shape[1] <= 600
+    # Pooling while computing gives exactly the level the full pyramid reaches by pooling.
+    np.testing.assert_array_equal(pooled.levels[0], full.levels[3])
+    assert pooled_envelope.mins[0].size <= 1000
+    assert pooled_envelope.maxs[0].max() == pytest.approx(1.0)
+    image, start, end = pooled.view(13.0, 14.0, 10)
+    assert image.max() > 100 and start <= 13.37 <= end

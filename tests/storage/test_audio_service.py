@@ -1,0 +1,111 @@
+"""analyze_clip stores clip properties and quality; the analyze / fetch-audio CLI commands."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+from sqlmodel import select
+
+from storage.models import Clip, ClipQuality, Dataset, MediaRoot
+from workbench.audio.loader import AudioError
+from workbench.audio.service import analyze_clip, analyze_file, pool_quality_flags
+from workbench.cli.main import main
+
+
+def _tone(path: Path, amplitude: float, channels: int = 2, seconds: float = 1.0) -> Path:
+    rate = 8000
+    t = np.arange(int(rate * seconds)) / rate
+    tone = amplitude * np.sin(2 * np.pi * 440 * t)
+    sf.write(path, np.repeat(tone[:, None], channels, axis=1), rate, subtype="FLOAT" if path.suffix == ".wav" else "PCM_16")
+    return path
+
+
+@pytest.fixture
+def project(store, tmp_path: Path):  # type: ignore[no-untyped-def]
+    media = tmp_path / "media"
+    media.mkdir()
+    _tone(media / "loud.wav", 0.5)
+    _tone(media / "quiet.wav", 0.001, channels=1)
+    with store.write() as s:
+        dataset = Dataset(name="agl1k")
+        s.add(dataset)
+        s.flush()
+        s.add(MediaRoot(dataset_id=dataset.id, path=str(media)))
+        s.add(Clip(dataset_id=dataset.id, key="loud", audio_path="loud.wav", description="binaural walk"))
+        s.add(Clip(dataset_id=dataset.id, key="quiet", mp3name="quiet.wav"))
+        s.add(Clip(dataset_id=dataset.id, key="escape", audio_path="../outside.wav"))
+    with store.session() as s:
+        ids = {c.key: c.id for c in s.exec(select(Clip))}
+    return store, ids, media
+
+
+def test_analyze_clip_stores_properties_and_quality(project) -> None:  # type: ignore[no-untyped-def]
+    store, ids, media = project
+    result = analyze_clip(store, ids["loud"])
+    assert result.recomputed and result.layout == "binaural" and result.n_channels == 2
+    assert result.quality.rms_dbfs == pytest.approx(20 * math.log10(0.5 / math.sqrt(2)), abs=0.05)
+    with store.session() as s:
+        clip = s.get(Clip, ids["loud"])
+        quality = s.exec(select(ClipQuality).where(ClipQuality.clip_id == ids["loud"])).one()
+    assert (clip.sample_rate, clip.n_channels, clip.layout) == (8000, 2, "binaural")
+    assert clip.duration_s == pytest.approx(1.0)
+    assert quality.content_hash == clip.content_hash == result.content_hash
+    assert quality.rms_dbfs == pytest.approx(result.quality.rms_dbfs)
+    again = analyze_clip(store, ids["loud"])
+    assert not again.recomputed and again.quality.aci == pytest.approx(result.quality.aci)
+    _tone(media / "loud.wav", 0.05)  # the file changed: the hash differs, so it is recomputed
+    changed = analyze_clip(store, ids["loud"])
+    assert changed.recomputed and changed.quality.rms_dbfs < result.quality.rms_dbfs - 15
+    with store.session() as s:
+        assert len(s.exec(select(ClipQuality)).all()) == 1
+
+
+def test_analyze_clip_refuses_escapes_and_flags_the_pool(project) -> None:  # type: ignore[no-untyped-def]
+    store, ids, _ = project
+    with pytest.raises(AudioError, match="refused"):
+        analyze_clip(store, ids["escape"])
+    analyze_clip(store, ids["loud"])
+    quiet = analyze_clip(store, ids["quiet"])
+    assert quiet.layout == "mono"
+    flags = pool_quality_flags(store)
+    assert "low_level" in flags[ids["quiet"]] and "low_level" not in flags[ids["loud"]]
+
+
+def test_analyze_file_and_cli_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _tone(tmp_path / "x.flac", 0.25)
+    described = analyze_file(path, description="XY pair")
+    assert described["layout"] == "xy" and described["format"] == "FLAC"
+    rc = main(["--json", "analyze", str(path), "--layout", "ms"])
+    assert rc == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert set(payload) >= {"path", "duration_s", "sample_rate", "n_channels", "layout", "format", "quality", "flags"}
+    assert payload["layout"] == "ms" and payload["sample_rate"] == 8000 and payload["n_channels"] == 2
+    assert set(payload["quality"]) == {"rms_dbfs", "spectral_flatness", "clipping_ratio", "aci"}
+    assert payload["quality"]["rms_dbfs"] == pytest.approx(20 * math.log10(0.25 / math.sqrt(2)), abs=0.05)
+
+
+def test_cli_errors_name_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["analyze", str(tmp_path / "absent.wav")])
+    assert rc == 1
+    assert "absent.wav: file not found" in capsys.readouterr().err
+    path = _tone(tmp_path / "y.wav", 0.1)
+    assert main(["analyze", str(path), "--layout", "octo"]) == 1
+    assert "unknown layout override 'octo'" in capsys.readouterr().err
+
+
+def test_fetch_audio_cli_reports_failures(project, sqlite_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    store, _, _ = project
+    store.dispose()
+    # Nothing listens on port 9 of localhost: every download fails fast, and the command says so.
+    rc = main(["--db", str(sqlite_path), "--json", "fetch-audio", "--clips", "quiet", "--to", str(tmp_path / "dl"), "--timeout", "2", "--url-template", "http://127.0.0.1:9/{key}/{mp3name}"])
+    captured = capsys.readouterr()
+    assert rc == 1
+    payload = json.loads(captured.out)
+    assert payload["failed"] == 1 and "quiet" in payload["failures"]
+    assert "could not be fetched" in captured.err
+    assert main(["--db", str(sqlite_path), "fetch-audio", "--clips", "all,quiet"]) == 1

@@ -1,0 +1,151 @@
+"""Acoustic quality metrics and the curation filters built on them (curation-model.md §1).
+
+Metrics are computed on the mono mix at the native sample rate:
+
+- RMS level in dBFS (full-scale sine = -3.01 dBFS; digital silence = -inf);
+- mean spectral flatness as librosa computes it with its defaults (power spectrum, n_fft 2048,
+  hop 512, floor 1e-10), averaged over frames: ~0 for a tone, ~0.56 for white noise, 1 for
+  digital silence;
+- clipping ratio: fraction of mono-mix samples with ``|x| >= 0.999``;
+- Acoustic Complexity Index as scikit-maad computes it (amplitude spectrogram, 1024-sample
+  Hann windows, sum over bins). Digital silence has ACI 0 (no activity), where the formula
+  itself would divide 0 by 0.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+CLIPPING_LEVEL = 0.999
+
+
+@dataclass
+class QualityMetrics:
+    """Per-clip acoustic quality metrics."""
+
+    rms_dbfs: float
+    spectral_flatness: float
+    clipping_ratio: float
+    aci: float
+
+    def as_dict(self) -> dict[str, float]:
+        """The metrics as a plain mapping (for JSON and storage)."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class QualityThresholds:
+    """Drop thresholds: a clip is flagged when a metric is on the wrong side."""
+
+    min_rms_dbfs: float = -50.0
+    max_spectral_flatness: float = 0.5
+    max_clipping_ratio: float = 0.001
+
+
+DEFAULT_THRESHOLDS = QualityThresholds()
+
+
+def _mono_mix(samples: np.ndarray) -> np.ndarray:
+    samples = np.asarray(samples, dtype=np.float32)
+    if samples.ndim == 2:
+        return samples.mean(axis=1, dtype=np.float32) if samples.shape[1] > 1 else samples[:, 0]
+    if samples.ndim == 1:
+        return samples
+    raise ValueError(f"samples must be 1-D or (frames, channels), got shape {samples.shape}")
+
+
+def _spectral_flatness(mono: np.ndarray) -> float:
+    import librosa
+
+    if mono.size < 2048:
+        mono = np.pad(mono, (0, 2048 - mono.size))
+    return float(np.mean(librosa.feature.spectral_flatness(y=mono)))
+
+
+def _aci(mono: np.ndarray, sample_rate: int) -> float:
+    from maad import features, sound
+
+    if not np.any(mono):
+        return 0.0
+    if mono.size < 2048:
+        mono = np.pad(mono, (0, 2048 - mono.size))
+    with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
+        # maad divides by per-bin sums; bins with no energy give 0/0, dropped below.
+        warnings.simplefilter("ignore", RuntimeWarning)
+        amplitude, *_ = sound.spectrogram(mono.astype(np.float64), sample_rate, nperseg=1024, mode="amplitude")
+        _, per_bin, _ = features.acoustic_complexity_index(amplitude)
+    return float(np.nansum(per_bin))
+
+
+def quality_metrics(samples: np.ndarray, sample_rate: int) -> QualityMetrics:
+    """Compute the quality metrics of one clip.
+
+    Parameters
+    ----------
+    samples
+        Float samples, 1-D or shaped (frames, channels); channels are averaged.
+    sample_rate
+        Native sample rate in Hz.
+
+    Returns
+    -------
+    QualityMetrics
+        ``rms_dbfs`` is ``-inf`` for digital silence; other metrics are finite.
+    """
+    mono = _mono_mix(samples)
+    if mono.size == 0:
+        return QualityMetrics(rms_dbfs=-math.inf, spectral_flatness=0.0, clipping_ratio=0.0, aci=0.0)
+    mean_square = float(np.mean(np.square(mono, dtype=np.float64)))
+    rms_dbfs = 10.0 * math.log10(mean_square) if mean_square > 0 else -math.inf
+    clipping_ratio = float(np.count_nonzero(np.abs(mono) >= CLIPPING_LEVEL)) / mono.size
+    flatness, aci = _spectral_flatness(mono), _aci(mono, sample_rate)
+    return QualityMetrics(
+        rms_dbfs=rms_dbfs,
+        spectral_flatness=flatness,
+        clipping_ratio=clipping_ratio,
+        aci=aci,
+    )
+
+
+def aci_percentile(pool_aci: np.ndarray | list[float], percentile: float = 2.0) -> float | None:
+    """The pool's ACI percentile used as the low-complexity cut (``None`` for an empty pool)."""
+    values = np.asarray(pool_aci, dtype=np.float64)
+    values = values[np.isfinite(values)]
+    return float(np.percentile(values, percentile)) if values.size else None
+
+
+def quality_flags(
+    metrics: QualityMetrics,
+    aci_p2: float | None,
+    thresholds: QualityThresholds = DEFAULT_THRESHOLDS,
+) -> list[str]:
+    """Names of the quality filters a clip fails.
+
+    Parameters
+    ----------
+    metrics
+        The clip's metrics.
+    aci_p2
+        The pool's 2nd-percentile ACI (see :func:`aci_percentile`); ``None`` skips that filter.
+    thresholds
+        Drop thresholds (defaults from curation-model.md §1).
+
+    Returns
+    -------
+    list[str]
+        A subset of ``low_level``, ``flat_spectrum``, ``clipping``, ``low_complexity`` in that order.
+    """
+    flags: list[str] = []
+    if metrics.rms_dbfs < thresholds.min_rms_dbfs:
+        flags.append("low_level")
+    if metrics.spectral_flatness > thresholds.max_spectral_flatness:
+        flags.append("flat_spectrum")
+    if metrics.clipping_ratio > thresholds.max_clipping_ratio:
+        flags.append("clipping")
+    if aci_p2 is not None and metrics.aci < aci_p2:
+        flags.append("low_complexity")
+    return flags

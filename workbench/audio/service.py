@@ -1,0 +1,198 @@
+"""Audio services: analyse a file, analyse a stored clip (storing its properties and quality)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlmodel import select
+
+from storage import Store
+from storage.models import Clip, ClipQuality, MediaRoot
+from workbench.audio.layout import detect_layout
+from workbench.audio.loader import AudioError, content_hash, load_audio, resolve_media_path
+from workbench.audio.quality import (
+    DEFAULT_THRESHOLDS,
+    QualityMetrics,
+    QualityThresholds,
+    aci_percentile,
+    quality_flags,
+    quality_metrics,
+)
+from workbench.errors import InputError
+
+
+def analyze_file(path: str | Path, *, layout: str | None = None, description: str | None = None) -> dict:
+    """Decode one file and describe it (the ``aglw analyze`` command).
+
+    Parameters
+    ----------
+    path
+        The audio file.
+    layout
+        Layout override (wins over detection).
+    description
+        Metadata text used by layout detection (e.g. "binaural").
+
+    Returns
+    -------
+    dict
+        ``path``, ``duration_s``, ``sample_rate``, ``n_channels``, ``layout``, ``format``,
+        ``subtype``, ``quality`` (``rms_dbfs``, ``spectral_flatness``, ``clipping_ratio``,
+        ``aci``), ``flags`` (without the pool-relative ACI filter: one file has no pool) and
+        ``non_finite_samples``.
+
+    Raises
+    ------
+    AudioError
+        If the file cannot be used.
+    InputError
+        If ``layout`` is not a known layout.
+    """
+    # Metrics use the mono mix only; mixing while loading keeps memory to one channel.
+    audio = load_audio(path, mono=True)
+    metrics = quality_metrics(audio.samples, audio.sample_rate)
+    return {
+        "path": str(audio.info.path),
+        "duration_s": audio.samples.shape[0] / audio.sample_rate,
+        "sample_rate": audio.sample_rate,
+        "n_channels": audio.info.n_channels,
+        "layout": detect_layout(audio.info.n_channels, description, override=layout),
+        "format": audio.info.format,
+        "subtype": audio.info.subtype,
+        "quality": metrics.as_dict(),
+        "flags": quality_flags(metrics, aci_p2=None),
+        "non_finite_samples": audio.non_finite_samples,
+    }
+
+
+@dataclass(frozen=True)
+class ClipAnalysis:
+    """What analysing one stored clip found (and stored)."""
+
+    clip_id: int
+    key: str
+    path: Path
+    content_hash: str
+    duration_s: float
+    sample_rate: int
+    n_channels: int
+    layout: str
+    quality: QualityMetrics
+    recomputed: bool
+
+
+def _media_roots(store: Store, dataset_id: int) -> list[Path]:
+    with store.session() as s:
+        rows = s.exec(select(MediaRoot).where(MediaRoot.dataset_id == dataset_id)).all()
+    return [Path(row.path) for row in rows]
+
+
+def analyze_clip(
+    store: Store, clip_id: int, media_roots: Sequence[Path] | None = None, *, force: bool = False
+) -> ClipAnalysis:
+    """Analyse a clip's recording and store its audio properties and quality metrics.
+
+    The file is found under the media roots (refusing paths that escape them). When the file's
+    content hash equals the one stored with its quality metrics, nothing is decoded again
+    unless ``force``. Clip properties and :class:`~storage.models.ClipQuality` are written in one
+    transaction.
+
+    Parameters
+    ----------
+    store
+        The project.
+    clip_id
+        The clip's primary key.
+    media_roots
+        Where recordings may be read; default: the media roots of the clip's dataset.
+    force
+        Recompute even if the stored metrics match the file.
+
+    Raises
+    ------
+    InputError
+        Unknown clip, no audio path, or an unusable file (:class:`AudioError`).
+    """
+    with store.session() as s:
+        clip = s.get(Clip, clip_id)
+        if clip is None:
+            raise InputError(f"no clip with id {clip_id} in this project")
+        stored_quality = s.exec(select(ClipQuality).where(ClipQuality.clip_id == clip_id)).first()
+    relative = clip.audio_path or clip.mp3name
+    if not relative:
+        raise InputError(f"clip {clip.key!r} has no audio file; run `aglw fetch-audio` or set its media root")
+    roots = list(media_roots) if media_roots is not None else _media_roots(store, clip.dataset_id)
+    path = resolve_media_path(relative, roots)
+    if not path.exists():
+        raise AudioError(f"{path}: recording of clip {clip.key!r} not found; run `aglw fetch-audio` or check the media root")
+    file_hash = content_hash(path)
+    if (
+        not force
+        and stored_quality is not None
+        and stored_quality.content_hash == file_hash
+        and clip.content_hash == file_hash
+        and clip.sample_rate is not None
+        and stored_quality.rms_dbfs is not None
+    ):
+        metrics = QualityMetrics(
+            rms_dbfs=stored_quality.rms_dbfs,
+            spectral_flatness=stored_quality.spectral_flatness or 0.0,
+            clipping_ratio=stored_quality.clipping_ratio or 0.0,
+            aci=stored_quality.aci or 0.0,
+        )
+        return ClipAnalysis(
+            clip_id, clip.key, path, file_hash, clip.duration_s or 0.0, clip.sample_rate,
+            clip.n_channels or 0, clip.layout or "", metrics, recomputed=False,
+        )
+    # Metrics use the mono mix only; mixing while loading keeps memory to one channel.
+    audio = load_audio(path, mono=True)
+    metrics = quality_metrics(audio.samples, audio.sample_rate)
+    layout = detect_layout(audio.info.n_channels, clip.description)
+    duration_s = audio.samples.shape[0] / audio.sample_rate
+    with store.write() as s:
+        row = s.get(Clip, clip_id)
+        if row is None:
+            raise InputError(f"clip {clip.key!r} was deleted while it was being analysed")
+        row.sample_rate = audio.sample_rate
+        row.n_channels = audio.info.n_channels
+        row.duration_s = duration_s
+        row.layout = layout
+        row.content_hash = file_hash
+        s.add(row)
+        quality = s.exec(select(ClipQuality).where(ClipQuality.clip_id == clip_id)).first() or ClipQuality(clip_id=clip_id)
+        # SQL has no infinity: digital silence is stored as NULL rms and read back as -inf.
+        quality.rms_dbfs = metrics.rms_dbfs if metrics.rms_dbfs > float("-inf") else None
+        quality.spectral_flatness = metrics.spectral_flatness
+        quality.clipping_ratio = metrics.clipping_ratio
+        quality.aci = metrics.aci
+        quality.content_hash = file_hash
+        s.add(quality)
+    return ClipAnalysis(
+        clip_id, clip.key, path, file_hash, duration_s, audio.sample_rate,
+        audio.info.n_channels, layout, metrics, recomputed=True,
+    )
+
+
+def pool_quality_flags(store: Store, thresholds: QualityThresholds = DEFAULT_THRESHOLDS) -> dict[int, list[str]]:
+    """Quality flags of every analysed clip, the ACI filter relative to the pool's 2nd percentile.
+
+    Returns
+    -------
+    dict[int, list[str]]
+        clip id -> flag names (see :func:`~workbench.audio.quality.quality_flags`).
+    """
+    with store.session() as s:
+        rows = s.exec(select(ClipQuality)).all()
+    aci_p2 = aci_percentile([row.aci for row in rows if row.aci is not None])
+    flags: dict[int, list[str]] = {}
+    for row in rows:
+        metrics = QualityMetrics(
+            rms_dbfs=row.rms_dbfs if row.rms_dbfs is not None else float("-inf"),
+            spectral_flatness=row.spectral_flatness or 0.0,
+            clipping_ratio=row.clipping_ratio or 0.0,
+            aci=row.aci if row.aci is not None else 0.0,
+        )
+        flags[row.clip_id] = quality_flags(metrics, aci_p2, thresholds)
+    return flags

@@ -1,0 +1,570 @@
+"""Spectrogram and waveform pyramids for display, with a disk cache.
+
+The spectrogram is an STFT of the mono mix (Hann window), in dB relative to full scale (a
+full-scale sine peaks at 0 dB), quantised to uint8 on fixed levels: 0 is ``db_floor`` and
+255 is ``db_ceiling`` for every clip, so colours compare across clips. Column ``j`` covers
+samples ``[j*hop, (j+1)*hop)`` (its window is centred on that span). Level ``k`` of the
+pyramid max-pools level 0 over ``2**k`` columns, so a short loud event (a click) stays visible
+at every zoom.
+
+The waveform envelope keeps the minimum and maximum of the mono mix per bucket of
+:data:`ENVELOPE_BUCKET` samples, pooled by pairs into coarser levels.
+
+Both are computed block by block (a file is streamed, never decoded whole) and cached under
+``cache_dir()/"pyramids"`` keyed by the file's content hash and the parameters; a cached clip
+reopens by memory-mapping two ``.npy`` files. The cache keeps within a size budget (4 GiB, or
+``AGLW_PYRAMID_CACHE_MB``) by dropping the least recently opened entries.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import scipy.fft
+import scipy.signal
+
+from workbench.audio.loader import AudioData, AudioError, audio_info, content_hash as file_content_hash, iter_blocks
+from workbench.config import cache_dir as user_cache_dir
+
+log = logging.getLogger(__name__)
+
+ENVELOPE_BUCKET = 16
+# Long recordings (beyond ~25 min at 44.1 kHz with hop 256) are pooled already while they are
+# computed, so level 0 never exceeds these sizes and a 3-hour file fits in memory.
+MAX_LEVEL0_COLUMNS = 1 << 18
+MAX_ENVELOPE_BUCKETS = 1 << 22
+_CACHE_FORMAT = 1
+# A 140 s clip takes ~25 MB; beyond this budget the least recently opened entries go.
+DEFAULT_CACHE_BUDGET_BYTES = 4 << 30
+_STREAM_BLOCK_FRAMES = 1 << 18
+_FRAMES_PER_FFT_BATCH = 2048
+
+
+@dataclass(frozen=True)
+class SpectrogramParams:
+    """STFT and quantisation parameters.
+
+    uint8 0..255 maps ``db_floor``..``db_ceiling`` linearly (values outside are clipped), the
+    same for every clip.
+    """
+
+    n_fft: int = 1024
+    hop: int = 256
+    scale: Literal["linear", "mel"] = "linear"
+    n_mels: int = 128
+    db_floor: float = -100.0
+    db_ceiling: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.n_fft < 16 or self.hop < 1 or self.hop > self.n_fft:
+            raise ValueError(f"need n_fft >= 16 and 1 <= hop <= n_fft, got n_fft={self.n_fft}, hop={self.hop}")
+        if self.scale not in ("linear", "mel"):
+            raise ValueError(f"scale must be 'linear' or 'mel', got {self.scale!r}")
+        if not self.db_ceiling > self.db_floor:
+            raise ValueError("db_ceiling must be above db_floor")
+        if self.scale == "mel" and self.n_mels < 1:
+            raise ValueError("n_mels must be positive")
+
+    def db_of_level(self, level: np.ndarray | int) -> np.ndarray:
+        """dB value represented by a uint8 level (the inverse of the quantisation)."""
+        return self.db_floor + np.asarray(level, dtype=np.float64) * (self.db_ceiling - self.db_floor) / 255.0
+
+
+def _pool_pairs_max(image: np.ndarray) -> np.ndarray:
+    if image.shape[-1] % 2:
+        image = np.concatenate([image, image[..., -1:]], axis=-1)
+    return np.maximum(image[..., 0::2], image[..., 1::2])
+
+
+def _pool_pairs_min(values: np.ndarray) -> np.ndarray:
+    if values.shape[-1] % 2:
+        values = np.concatenate([values, values[..., -1:]], axis=-1)
+    return np.minimum(values[..., 0::2], values[..., 1::2])
+
+
+def _build_levels(base: np.ndarray, pool) -> list[np.ndarray]:  # type: ignore[no-untyped-def]
+    levels = [base]
+    while levels[-1].shape[-1] > 1:
+        levels.append(pool(levels[-1]))
+    return levels
+
+
+def _pick_level(n_levels: int, unit_s: float, t0: float, t1: float, wanted: int) -> int:
+    """Coarsest level still giving at least ``wanted`` units over [t0, t1] (else level 0)."""
+    span = max(t1 - t0, 0.0)
+    best = 0
+    for level in range(n_levels):
+        if span / (unit_s * (1 << level)) >= wanted:
+            best = level
+        else:
+            break
+    return best
+
+
+def _clamp_span(t0: float, t1: float, duration_s: float) -> tuple[float, float]:
+    if not (math.isfinite(t0) and math.isfinite(t1)):
+        raise ValueError(f"view bounds must be finite, got {t0!r}, {t1!r}")
+    t0, t1 = (t0, t1) if t0 <= t1 else (t1, t0)
+    return min(max(t0, 0.0), duration_s), min(max(t1, 0.0), duration_s)
+
+
+class SpectrogramPyramid:
+    """A max-pooled time pyramid of a quantised spectrogram.
+
+    Attributes
+    ----------
+    levels
+        uint8 images shaped (n_bins, n_columns); level k pools 2**k level-0 columns.
+    frame_hop_s
+        Seconds per level-0 column.
+    duration_s
+        Duration of the audio.
+    freqs_hz
+        Centre frequency of each bin (row).
+    params
+        The parameters it was computed with.
+    """
+
+    def __init__(
+        self,
+        levels: list[np.ndarray],
+        frame_hop_s: float,
+        duration_s: float,
+        freqs_hz: np.ndarray,
+        params: SpectrogramParams,
+    ) -> None:
+        self.levels = levels
+        self.frame_hop_s = frame_hop_s
+        self.duration_s = duration_s
+        self.freqs_hz = freqs_hz
+        self.params = params
+
+    def view(self, t0: float, t1: float, max_columns: int) -> tuple[np.ndarray, float, float]:
+        """The image to show for [t0, t1] on a screen ``max_columns`` pixels wide.
+
+        Picks the coarsest level that still has at least ``max_columns`` columns over the span
+        (so 1–2 columns per pixel; fewer only when level 0 itself is coarser than the screen).
+
+        Returns
+        -------
+        tuple[numpy.ndarray, float, float]
+            The uint8 slice (n_bins, n_columns) — a view, not a copy — and the exact start and
+            end time it covers (column edges, so usually slightly wider than [t0, t1]).
+        """
+        if max_columns < 1:
+            raise ValueError("max_columns must be at least 1")
+        t0, t1 = _clamp_span(t0, t1, self.duration_s)
+        level = _pick_level(len(self.levels), self.frame_hop_s, t0, t1, max_columns)
+        image = self.levels[level]
+        column_s = self.frame_hop_s * (1 << level)
+        first = min(int(math.floor(t0 / column_s)), max(image.shape[1] - 1, 0))
+        last = max(min(int(math.ceil(t1 / column_s)), image.shape[1]), first + 1)
+        return image[:, first:last], first * column_s, min(last * column_s, self.duration_s)
+
+
+class WaveformEnvelope:
+    """Min/max pyramid of the mono mix.
+
+    Attributes
+    ----------
+    mins, maxs
+        Per level, float32 arrays of bucket minima / maxima; level k pools 2**k buckets.
+    bucket_s
+        Seconds per level-0 bucket.
+    duration_s
+        Duration of the audio.
+    """
+
+    def __init__(self, mins: list[np.ndarray], maxs: list[np.ndarray], bucket_s: float, duration_s: float) -> None:
+        self.mins = mins
+        self.maxs = maxs
+        self.bucket_s = bucket_s
+        self.duration_s = duration_s
+
+    def view(self, t0: float, t1: float, max_points: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Envelope points for [t0, t1] at 1–2 buckets per requested point.
+
+        Returns
+        -------
+        tuple[numpy.ndarray, numpy.ndarray, numpy.ndarray]
+            Bucket start times (s), minima, maxima.
+        """
+        if max_points < 1:
+            raise ValueError("max_points must be at least 1")
+        t0, t1 = _clamp_span(t0, t1, self.duration_s)
+        level = _pick_level(len(self.mins), self.bucket_s, t0, t1, max_points)
+        bucket_s = self.bucket_s * (1 << level)
+        n = self.mins[level].shape[0]
+        first = min(int(math.floor(t0 / bucket_s)), max(n - 1, 0))
+        last = max(min(int(math.ceil(t1 / bucket_s)), n), first + 1)
+        times = np.arange(first, last, dtype=np.float64) * bucket_s
+        return times, self.mins[level][first:last], self.maxs[level][first:last]
+
+
+def _mix_to_mono(block: np.ndarray) -> np.ndarray:
+    if block.shape[1] == 1:
+        return block[:, 0]
+    # Summing columns is several times faster than mean(axis=1) on (frames, channels) data.
+    mono = block[:, 0].copy()
+    for channel in range(1, block.shape[1]):
+        mono += block[:, channel]
+    mono *= np.float32(1.0 / block.shape[1])
+    return mono
+
+
+def _mono_blocks(source: str | Path | AudioData) -> tuple[Iterator[np.ndarray], int, int]:
+    """(mono float32 blocks, sample rate, total frames) without loading a file whole."""
+    if isinstance(source, AudioData):
+        samples = source.samples
+
+        def from_array() -> Iterator[np.ndarray]:
+            for start in range(0, samples.shape[0], _STREAM_BLOCK_FRAMES):
+                block = samples[start : start + _STREAM_BLOCK_FRAMES]
+                yield _mix_to_mono(block)
+
+        return from_array(), source.sample_rate, samples.shape[0]
+    info = audio_info(source)
+
+    def from_file() -> Iterator[np.ndarray]:
+        for _, block in iter_blocks(source, _STREAM_BLOCK_FRAMES):
+            yield _mix_to_mono(block)
+
+    return from_file(), info.sample_rate, info.frames
+
+
+class _StftAccumulator:
+    """Turns a stream of mono blocks into quantised spectrogram columns."""
+
+    def __init__(self, params: SpectrogramParams, sample_rate: int, pool: int = 1) -> None:
+        self.params = params
+        self.pool = pool
+        self.pending: np.ndarray | None = None
+        self.window = scipy.signal.get_window("hann", params.n_fft).astype(np.float32)
+        # Amplitude of a full-scale sine at its bin = sum(window)/2: that is 0 dB.
+        self.reference = float(self.window.sum()) / 2.0
+        self.mel_basis: np.ndarray | None = None
+        if params.scale == "mel":
+            import librosa
+
+            self.mel_basis = librosa.filters.mel(
+                sr=sample_rate, n_fft=params.n_fft, n_mels=params.n_mels, norm=None, dtype=np.float32
+            )
+        # Leading zeros centre column j's window on samples [j*hop, (j+1)*hop).
+        self.buffer = np.zeros(params.n_fft // 2 - params.hop // 2, dtype=np.float32)
+        self.columns: list[np.ndarray] = []
+        self.n_columns = 0
+
+    def _emit(self, limit: int | None) -> None:
+        n_fft, hop = self.params.n_fft, self.params.hop
+        available = (self.buffer.size - n_fft) // hop + 1 if self.buffer.size >= n_fft else 0
+        if limit is not None:
+            available = min(available, limit - self.n_columns)
+        if available <= 0:
+            return
+        frames = np.lib.stride_tricks.sliding_window_view(self.buffer, n_fft)[::hop][:available]
+        for start in range(0, available, _FRAMES_PER_FFT_BATCH):
+            batch = frames[start : start + _FRAMES_PER_FFT_BATCH] * self.window
+            spectrum = scipy.fft.rfft(batch, axis=1)
+            power = spectrum.real**2 + spectrum.imag**2
+            if self.mel_basis is not None:
+                power = power @ self.mel_basis.T
+            self._collect(self._quantise(power))
+        self.n_columns += available
+        self.buffer = self.buffer[available * hop :]
+
+    def _collect(self, rows: np.ndarray) -> None:
+        if self.pool == 1:
+            self.columns.append(rows)
+            return
+        if self.pending is not None:
+            rows = np.concatenate([self.pending, rows])
+        whole = rows.shape[0] - rows.shape[0] % self.pool
+        if whole:
+            self.columns.append(rows[:whole].reshape(-1, self.pool, rows.shape[1]).max(axis=1))
+        self.pending = rows[whole:] if whole < rows.shape[0] else None
+
+    def _quantise(self, power: np.ndarray) -> np.ndarray:
+        params = self.params
+        reference_power = self.reference**2
+        floor_power = reference_power * 10.0 ** (params.db_floor / 10.0)
+        # In place: this runs over every STFT bin of the clip and dominates the cost.
+        # The floor makes every value >= 0 after scaling, so only the ceiling needs clipping;
+        # adding 0.5 before the truncating cast rounds to the nearest level.
+        np.maximum(power, np.float32(floor_power), out=power)
+        np.log10(power, out=power)
+        scale = 10.0 * 255.0 / (params.db_ceiling - params.db_floor)
+        power *= np.float32(scale)
+        power += np.float32(0.5 - (10.0 * math.log10(reference_power) + params.db_floor) * 255.0 / (params.db_ceiling - params.db_floor))
+        np.minimum(power, np.float32(255.0), out=power)
+        return power.astype(np.uint8)
+
+    def feed(self, mono: np.ndarray) -> None:
+        self.buffer = np.concatenate([self.buffer, mono.astype(np.float32, copy=False)])
+        self._emit(None)
+
+    def finish(self, n_samples: int) -> np.ndarray:
+        wanted = max(math.ceil(n_samples / self.params.hop), 1)
+        missing = wanted - self.n_columns
+        if missing > 0:
+            needed = (missing - 1) * self.params.hop + self.params.n_fft - self.buffer.size
+            self.buffer = np.concatenate([self.buffer, np.zeros(max(needed, 0), dtype=np.float32)])
+            self._emit(wanted)
+        if self.pending is not None:
+            self.columns.append(self.pending.max(axis=0, keepdims=True))
+            self.pending = None
+        n_bins = self.params.n_mels if self.mel_basis is not None else self.params.n_fft // 2 + 1
+        if not self.columns:
+            return np.zeros((n_bins, 0), dtype=np.uint8)
+        return np.ascontiguousarray(np.concatenate(self.columns, axis=0)[: math.ceil(wanted / self.pool)].T)
+
+
+class _EnvelopeAccumulator:
+    def __init__(self, bucket: int = ENVELOPE_BUCKET) -> None:
+        self.bucket = bucket
+        self.carry = np.zeros(0, dtype=np.float32)
+        self.mins: list[np.ndarray] = []
+        self.maxs: list[np.ndarray] = []
+
+    def feed(self, mono: np.ndarray) -> None:
+        data = np.concatenate([self.carry, mono]) if self.carry.size else mono
+        whole = data.size - data.size % self.bucket
+        if whole:
+            buckets = data[:whole].reshape(-1, self.bucket)
+            self.mins.append(buckets.min(axis=1))
+            self.maxs.append(buckets.max(axis=1))
+        self.carry = np.array(data[whole:], dtype=np.float32)
+
+    def finish(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.carry.size:
+            self.mins.append(np.array([self.carry.min()], dtype=np.float32))
+            self.maxs.append(np.array([self.carry.max()], dtype=np.float32))
+        if not self.mins:
+            return np.zeros(1, dtype=np.float32), np.zeros(1, dtype=np.float32)
+        return (
+            np.concatenate(self.mins).astype(np.float32, copy=False),
+            np.concatenate(self.maxs).astype(np.float32, copy=False),
+        )
+
+
+def _freqs(params: SpectrogramParams, sample_rate: int) -> np.ndarray:
+    if params.scale == "mel":
+        import librosa
+
+        return librosa.mel_frequencies(n_mels=params.n_mels + 2, fmin=0.0, fmax=sample_rate / 2.0)[1:-1]
+    return np.fft.rfftfreq(params.n_fft, d=1.0 / sample_rate)
+
+
+def _power_of_two_at_least(ratio: float) -> int:
+    return 1 if ratio <= 1 else 1 << math.ceil(math.log2(ratio))
+
+
+def _compute(
+    source: str | Path | AudioData, params: SpectrogramParams
+) -> tuple[SpectrogramPyramid, WaveformEnvelope]:
+    blocks, sample_rate, expected_frames = _mono_blocks(source)
+    column_pool = _power_of_two_at_least(math.ceil(expected_frames / params.hop) / MAX_LEVEL0_COLUMNS)
+    bucket = ENVELOPE_BUCKET * _power_of_two_at_least(expected_frames / ENVELOPE_BUCKET / MAX_ENVELOPE_BUCKETS)
+    stft = _StftAccumulator(params, sample_rate, column_pool)
+    envelope = _EnvelopeAccumulator(bucket)
+    n_samples = 0
+    for mono in blocks:
+        n_samples += mono.size
+        stft.feed(mono)
+        envelope.feed(mono)
+    image = stft.finish(n_samples)
+    mins, maxs = envelope.finish()
+    duration_s = n_samples / sample_rate
+    pyramid = SpectrogramPyramid(
+        levels=_build_levels(image, _pool_pairs_max),
+        frame_hop_s=params.hop * column_pool / sample_rate,
+        duration_s=duration_s,
+        freqs_hz=_freqs(params, sample_rate),
+        params=params,
+    )
+    waveform = WaveformEnvelope(
+        mins=_build_levels(mins, _pool_pairs_min),
+        maxs=_build_levels(maxs, _pool_pairs_max),
+        bucket_s=bucket / sample_rate,
+        duration_s=duration_s,
+    )
+    return pyramid, waveform
+
+
+def _cache_key(content_hash: str, params: SpectrogramParams) -> str:
+    text = json.dumps({"hash": content_hash, "params": asdict(params), "format": _CACHE_FORMAT}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _write_cache(entry: Path, pyramid: SpectrogramPyramid, waveform: WaveformEnvelope) -> None:
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".tmp-", dir=entry.parent))
+    try:
+        spec_offsets = np.cumsum([0] + [level.shape[1] for level in pyramid.levels]).tolist()
+        np.save(staging / "spectrogram.npy", np.concatenate(pyramid.levels, axis=1))
+        wave_offsets = np.cumsum([0] + [level.shape[0] for level in waveform.mins]).tolist()
+        np.save(staging / "envelope.npy", np.stack([np.concatenate(waveform.mins), np.concatenate(waveform.maxs)]))
+        np.save(staging / "freqs.npy", np.asarray(pyramid.freqs_hz, dtype=np.float64))
+        meta = {
+            "format": _CACHE_FORMAT,
+            "params": asdict(pyramid.params),
+            "frame_hop_s": pyramid.frame_hop_s,
+            "duration_s": pyramid.duration_s,
+            "bucket_s": waveform.bucket_s,
+            "spec_offsets": spec_offsets,
+            "wave_offsets": wave_offsets,
+        }
+        (staging / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+        try:
+            os.replace(staging, entry)
+        except OSError:
+            # Another process stored the same entry first; theirs is identical.
+            shutil.rmtree(staging, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def _read_cache(entry: Path, params: SpectrogramParams) -> tuple[SpectrogramPyramid, WaveformEnvelope] | None:
+    try:
+        meta = json.loads((entry / "meta.json").read_text(encoding="utf-8"))
+        if meta.get("format") != _CACHE_FORMAT or meta.get("params") != asdict(params):
+            return None
+        spectrogram = np.load(entry / "spectrogram.npy", mmap_mode="r")
+        envelope = np.load(entry / "envelope.npy", mmap_mode="r")
+        freqs = np.load(entry / "freqs.npy")
+    except (OSError, ValueError, KeyError):
+        return None
+    so, wo = meta["spec_offsets"], meta["wave_offsets"]
+    if so[-1] != spectrogram.shape[1] or wo[-1] != envelope.shape[1]:
+        return None
+    try:
+        os.utime(entry / "meta.json")  # marks the entry as recently used for pruning
+    except OSError:
+        pass
+    levels = [spectrogram[:, a:b] for a, b in zip(so[:-1], so[1:])]
+    pyramid = SpectrogramPyramid(levels, meta["frame_hop_s"], meta["duration_s"], freqs, params)
+    waveform = WaveformEnvelope(
+        mins=[envelope[0, a:b] for a, b in zip(wo[:-1], wo[1:])],
+        maxs=[envelope[1, a:b] for a, b in zip(wo[:-1], wo[1:])],
+        bucket_s=meta["bucket_s"],
+        duration_s=meta["duration_s"],
+    )
+    return pyramid, waveform
+
+
+def prune_cache(cache_dir: Path | None = None, budget_bytes: int | None = None) -> int:
+    """Delete the least recently opened pyramid entries until the cache fits its budget.
+
+    Parameters
+    ----------
+    cache_dir
+        The pyramid cache; default ``cache_dir()/"pyramids"``.
+    budget_bytes
+        Size limit; default ``AGLW_PYRAMID_CACHE_MB`` (in MiB) if set, else 4 GiB.
+
+    Returns
+    -------
+    int
+        Number of entries removed.
+    """
+    root = cache_dir if cache_dir is not None else user_cache_dir() / "pyramids"
+    if budget_bytes is None:
+        configured = os.environ.get("AGLW_PYRAMID_CACHE_MB")
+        budget_bytes = int(float(configured) * (1 << 20)) if configured else DEFAULT_CACHE_BUDGET_BYTES
+    entries: list[tuple[float, int, Path]] = []
+    try:
+        children = list(root.iterdir())
+    except OSError:
+        return 0
+    for entry in children:
+        if entry.name.startswith(".tmp-") or not entry.is_dir():
+            continue
+        try:
+            size = sum(item.stat().st_size for item in entry.iterdir())
+            used = (entry / "meta.json").stat().st_mtime
+        except OSError:
+            used, size = 0.0, 0
+        entries.append((used, size, entry))
+    total = sum(size for _, size, _ in entries)
+    removed = 0
+    for _, size, entry in sorted(entries, key=lambda item: item[0]):
+        if total <= budget_bytes:
+            break
+        shutil.rmtree(entry, ignore_errors=True)
+        total -= size
+        removed += 1
+    return removed
+
+
+def compute_pyramids(
+    path_or_audio: str | Path | AudioData,
+    params: SpectrogramParams = SpectrogramParams(),
+    *,
+    cache_dir: Path | None = None,
+    content_hash: str | None = None,
+) -> tuple[SpectrogramPyramid, WaveformEnvelope]:
+    """Spectrogram pyramid and waveform envelope of a clip, from the disk cache when possible.
+
+    Parameters
+    ----------
+    path_or_audio
+        An audio file (streamed in blocks) or already decoded audio.
+    params
+        STFT and quantisation parameters (part of the cache key).
+    cache_dir
+        Cache directory; default ``cache_dir()/"pyramids"``.
+    content_hash
+        The file's SHA-256 (see :func:`workbench.audio.loader.content_hash`). Computed for a
+        path when omitted; decoded audio without a hash is not cached.
+
+    Returns
+    -------
+    tuple[SpectrogramPyramid, WaveformEnvelope]
+        Cached results are memory-mapped read-only arrays.
+
+    Raises
+    ------
+    AudioError
+        If the file cannot be decoded.
+    """
+    if content_hash is None and not isinstance(path_or_audio, AudioData):
+        content_hash = file_content_hash(path_or_audio)
+    if content_hash is None:
+        return _compute(path_or_audio, params)
+    entry = (cache_dir if cache_dir is not None else user_cache_dir() / "pyramids") / _cache_key(content_hash, params)
+    cached = _read_cache(entry, params)
+    if cached is not None:
+        return cached
+    pyramid, waveform = _compute(path_or_audio, params)
+    if entry.exists():
+        # Unreadable or from an older cache format: replace it.
+        shutil.rmtree(entry, ignore_errors=True)
+    try:
+        _write_cache(entry, pyramid, waveform)
+        prune_cache(entry.parent)
+    except OSError as exc:
+        # A read-only or full cache must not stop the clip from opening.
+        log.warning("could not cache pyramids in %s: %s", entry, exc)
+    return pyramid, waveform
+
+
+__all__ = [
+    "AudioError",
+    "ENVELOPE_BUCKET",
+    "SpectrogramParams",
+    "SpectrogramPyramid",
+    "WaveformEnvelope",
+    "compute_pyramids",
+    "prune_cache",
+]

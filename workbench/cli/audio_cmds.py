@@ -1,0 +1,139 @@
+"""`aglw` commands: analyze, direction, fetch-audio.
+
+Each command is its own function registered in :func:`register`, so further audio commands
+(``direction``) are added beside them.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from workbench.audio.fetch import AGL1K_URL
+from workbench.cli.context import app_context, emit_json, progress_bar, say
+from workbench.errors import AglwError
+
+
+def analyze_command(
+    ctx: typer.Context,
+    file: Path = typer.Argument(..., help="Audio file (WAV, FLAC, OGG, MP3; format detected from content)."),
+    layout: Optional[str] = typer.Option(
+        None, "--layout", help="Override the detected layout: mono|stereo|binaural|ab|xy|ms|ambix|fuma."
+    ),
+    description: Optional[str] = typer.Option(
+        None, "--description", help="Metadata text used to detect the layout (e.g. 'binaural')."
+    ),
+) -> None:
+    """Decode one audio file: duration, rate, channels, detected layout, quality metrics."""
+    from workbench.audio.service import analyze_file
+
+    result = analyze_file(file, layout=layout, description=description)
+    if app_context(ctx).json:
+        emit_json(result)
+        return
+    quality = result["quality"]
+    rms = quality["rms_dbfs"]
+    say(f"{result['path']}")
+    say(
+        f"  {result['duration_s']:.2f} s, {result['sample_rate']} Hz, {result['n_channels']} ch, "
+        f"layout {result['layout']}, {result['format']} {result['subtype'] or ''}".rstrip()
+    )
+    say(
+        f"  RMS {'-inf' if not math.isfinite(rms) else f'{rms:.1f}'} dBFS, flatness {quality['spectral_flatness']:.3g}, "
+        f"clipping {quality['clipping_ratio']:.5f}, ACI {quality['aci']:.1f}"
+    )
+    if result["non_finite_samples"]:
+        say(f"  {result['non_finite_samples']} NaN/Inf samples were replaced by 0")
+    say(f"  flags: {', '.join(result['flags']) if result['flags'] else 'none'}")
+
+
+def _parse_clip_keys(values: list[str] | None) -> list[str] | None:
+    keys = [part.strip() for value in values or [] for part in value.split(",") if part.strip()]
+    if not keys or keys == ["all"]:
+        return None
+    if "all" in keys:
+        raise AglwError("--clips takes either 'all' or clip keys, not both")
+    return keys
+
+
+def fetch_audio_command(
+    ctx: typer.Context,
+    clips: Optional[list[str]] = typer.Option(
+        None, "--clips", help="'all' (default) or clip keys; repeat the option or separate keys with commas."
+    ),
+    to: Path = typer.Option(Path("media"), "--to", help="Download directory (becomes a media root of the dataset)."),
+    workers: int = typer.Option(4, "--workers", min=1, max=32, help="Parallel downloads."),
+    timeout: float = typer.Option(60.0, "--timeout", help="Seconds without data before a connection counts as lost."),
+    url_template: str = typer.Option(
+        AGL1K_URL, "--url-template", help="Source URL with {key} and {mp3name} placeholders (e.g. a mirror)."
+    ),
+) -> None:
+    """Download a dataset's recordings from their public source (resumable; rerun to resume)."""
+    from workbench.audio.fetch import fetch_dataset_audio
+
+    context = app_context(ctx)
+    keys = _parse_clip_keys(clips)
+    store = context.store()
+    with progress_bar("fetching audio", None) as advance:
+        summary = fetch_dataset_audio(
+            store, keys, to, workers, url_template=url_template, progress=lambda _result: advance(), timeout=timeout
+        )
+    report = summary.as_dict()
+    report["to"] = str(to.expanduser().resolve())
+    if context.json:
+        emit_json(report)
+    else:
+        say(f"downloaded {report['downloaded']}, already present {report['present']}, failed {report['failed']}")
+        for key, reason in summary.failed.items():
+            say(f"  {key}: {reason}")
+    if summary.failed:
+        raise AglwError(f"{len(summary.failed)} recordings could not be fetched (listed above); rerun to resume")
+
+
+def direction_command(
+    ctx: typer.Context,
+    file: Path = typer.Argument(..., help="Audio file with 2 (binaural/AB/XY/MS/stereo) or 4 (FOA) channels."),
+    layout: Optional[str] = typer.Option(
+        None, "--layout", help="Override the detected layout: ambix|fuma|binaural|ab|xy|ms|stereo."
+    ),
+    band: Optional[tuple[float, float]] = typer.Option(
+        None, "--band", help="Analysis band LOW HIGH in Hz (default 200 8000)."
+    ),
+    spacing: Optional[float] = typer.Option(None, "--spacing", help="Microphone spacing in metres (needed for ab)."),
+) -> None:
+    """Direction analysis of one file: per-frame directions and the dominant directions."""
+    from workbench.audio.direction import analyze_direction, oclock, oclock_mirror
+
+    result = analyze_direction(file, layout=layout, band=band, spacing_m=spacing)
+    if app_context(ctx).json:
+        emit_json(result)
+        return
+    frames = result["frames"]
+    last = frames[-1]["t"] if frames else 0.0
+    say(f"{file}: layout {result['layout']}, {len(frames)} frames of ~100 ms (last centred at {last:.1f} s)")
+    if not result["peaks"]:
+        say("  no dominant direction (silent or too short)")
+    for peak in result["peaks"]:
+        share = f"{100 * peak['weight']:.0f}% of the direct energy"
+        if "azimuth_deg" in peak:
+            say(
+                f"  azimuth {peak['azimuth_deg']:.1f}° (+90 = left), elevation {peak['elevation_deg']:.1f}°, "
+                f"{oclock(peak['azimuth_deg'])} o'clock, {share}"
+            )
+        elif peak["lateral_deg"] is not None:
+            hour = oclock(peak["lateral_deg"])
+            mirror = oclock_mirror(hour)
+            front_back = f"{hour} o'clock" + (f" or its mirror {mirror} o'clock" if mirror else "")
+            say(f"  lateral {peak['lateral_deg']:.1f}° (+ = left), {front_back}, {share}")
+        else:
+            say(f"  level panorama index {peak['panorama_index']:+.2f} (+1 = left; not an angle), {share}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add this module's commands to the root app."""
+    app.command("analyze")(analyze_command)
+    app.command("fetch-audio")(fetch_audio_command)
+    app.command("direction")(direction_command)
