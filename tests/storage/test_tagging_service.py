@@ -1,0 +1,132 @@
+"""Project tagging through the store: runs, tags, timelines, statuses, resume, failures, CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+import torch
+from sqlmodel import select
+
+from storage.models import Clip, Dataset, MediaRoot, Tag, TaggerRun, TagStatus, TagTimeline
+from tests.core.test_tagging_model import calibrated_model
+from tests.core.test_tagging_ontology import write_small_ontology
+from workbench.tagging.assets import load_checkpoint
+from workbench.tagging.ontology import load_ontology
+from workbench.tagging.service import TAG_FLOOR, TAG_MIN_TOP, TIMELINE_TOP_K, tag_clips
+
+
+@pytest.fixture
+def project(store, tmp_path: Path):  # type: ignore[no-untyped-def]
+    media = tmp_path / "media"
+    media.mkdir()
+    rng = np.random.default_rng(0)
+    t = np.arange(int(3.5 * 44_100)) / 44_100
+    stereo = np.stack([np.sin(2 * np.pi * 440 * t), 0.1 * rng.standard_normal(t.size)], axis=1)
+    sf.write(media / "a.wav", stereo.astype(np.float32), 44_100)
+    sf.write(media / "b.flac", (0.2 * rng.standard_normal(12 * 16_000)).astype(np.float32), 16_000)
+    with store.write() as s:
+        dataset = Dataset(name="demo")
+        s.add(dataset)
+        s.flush()
+        s.add(MediaRoot(dataset_id=dataset.id, path=str(media)))
+        s.add(Clip(dataset_id=dataset.id, key="a", audio_path="a.wav"))
+        s.add(Clip(dataset_id=dataset.id, key="b", audio_path="b.flac"))
+        s.add(Clip(dataset_id=dataset.id, key="gone", audio_path="missing.wav"))
+        s.add(Clip(dataset_id=dataset.id, key="escape", audio_path="../../etc/passwd"))
+    return store
+
+
+@pytest.fixture(scope="module")
+def checkpoint_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("models") / "mn01_as.pt"
+    torch.save(calibrated_model("mn01", seed=5).state_dict(), path)
+    return path
+
+
+def test_tags_store_timeline_status_and_resume(project, checkpoint_file: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    ontology = load_ontology(*write_small_ontology(tmp_path / "onto"))
+    checkpoint = load_checkpoint(checkpoint_file, "mn01", name="mn01_as")
+    summary = tag_clips(project, checkpoint, ontology.classes, workers=2, batch_size=4)
+    assert summary.n_tagged == 2 and summary.n_skipped == 0 and not summary.resumed
+    failed = {f.key: f.error for f in summary.failures}
+    assert set(failed) == {"gone", "escape"}
+    assert "missing.wav" in failed["gone"] and "not found" in failed["gone"]
+    assert "outside the media roots" in failed["escape"]
+
+    with project.session() as s:
+        run = s.get(TaggerRun, summary.run_id)
+        assert run.status == "done" and run.model_name == "mn01_as"
+        assert run.checkpoint_sha256 == checkpoint.sha256 and run.finished_at is not None
+        clip_ids = {c.key: c.id for c in s.exec(select(Clip)).all()}
+        statuses = {row.clip_id: row for row in s.exec(select(TagStatus)).all()}
+        assert statuses[clip_ids["a"]].status == "done" and statuses[clip_ids["gone"]].status == "failed"
+        tags_a = s.exec(select(Tag).where(Tag.clip_id == clip_ids["a"])).all()
+        timeline_b = s.exec(select(TagTimeline).where(TagTimeline.clip_id == clip_ids["b"])).all()
+        assert s.exec(select(Tag).where(Tag.clip_id == clip_ids["gone"])).all() == []
+
+    assert len(tags_a) >= TAG_MIN_TOP
+    assert all(t.probability >= TAG_FLOOR for t in tags_a) or len(tags_a) == TAG_MIN_TOP
+    assert {t.audioset_id for t in tags_a} <= {c.id for c in ontology.classes}
+    assert all(ontology.classes[t.class_index].id == t.audioset_id for t in tags_a)
+    assert len(timeline_b) == TIMELINE_TOP_K
+    assert all(len(row.values) == 12 and row.hop_s == 1.0 for row in timeline_b)
+    top_b = max(s_.probability for s_ in _tags(project, clip_ids["b"]))
+    # clip probability is a max over 10 s windows: no timeline value of a class exceeds it by much
+    assert max(max(row.values) for row in timeline_b) <= 1.0 and top_b <= 1.0
+
+    again = tag_clips(project, checkpoint, ontology.classes, workers=1)
+    assert again.resumed and again.run_id == summary.run_id
+    assert again.n_skipped == 2 and again.n_tagged == 0 and len(again.failures) == 2
+    with project.session() as s:
+        assert len(s.exec(select(TagStatus).where(TagStatus.tagger_run_id == summary.run_id)).all()) == 4
+        assert len(s.exec(select(Tag).where(Tag.clip_id == clip_ids["a"])).all()) == len(tags_a)
+
+    only_a = tag_clips(project, checkpoint, ontology.classes, clip_keys=["a"], fresh_run=True)
+    assert only_a.run_id != summary.run_id and only_a.n_tagged == 1 and only_a.n_selected == 1
+
+
+def _tags(store, clip_id: int) -> list[Tag]:  # type: ignore[no-untyped-def]
+    with store.session() as s:
+        return list(s.exec(select(Tag).where(Tag.clip_id == clip_id)).all())
+
+
+def test_cli_tag_and_tag_file(project, checkpoint_file: Path, tmp_path: Path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    from workbench.cli.main import main
+
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / "mn01_as.pt").write_bytes(checkpoint_file.read_bytes())
+    ontology_path, _ = write_small_ontology(tmp_path / "onto")
+    monkeypatch.setenv("AGLW_EFFICIENTAT_DIR", str(models))
+    monkeypatch.setenv("AGLW_ONTOLOGY", str(ontology_path))
+    db = str(project.sqlite_path)
+
+    assert main(["--db", db, "--json", "tag", "--clips", "a,gone", "--model", "mn01_as", "--workers", "1"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["tagged"] == 1 and [f["key"] for f in payload["failed"]] == ["gone"]
+    assert main(["--db", db, "--json", "tag", "--model", "mn01_as"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["resumed"] and payload["skipped"] == 1 and payload["tagged"] == 1
+
+    assert main(["--db", db, "tag", "--clips", "nope", "--model", "mn01_as"]) == 1
+    assert "unknown clip key(s) nope" in capsys.readouterr().err
+
+    audio = Path(project.sqlite_path).parent / "media" / "a.wav"
+    assert main(["--json", "tag-file", str(audio), "--model", "mn01_as", "--top", "3", "--all-classes", "--timeline"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["sample_rate"] == 32_000 and result["duration_s"] == pytest.approx(3.5, abs=1e-3)
+    assert len(result["probabilities"]) == 527 and len(result["top"]) == 3
+    best = result["top"][0]
+    assert best["probability"] == pytest.approx(max(result["probabilities"]))
+    assert best["id"] == f"/c/{best['index']}"
+    assert len(result["timeline"]["classes"][0]["values"]) == 4
+    assert set(result["agl1k_categories"]) >= {"channel", "environment_and_background"}
+
+    assert main(["tag-file", str(audio), "--checkpoint", str(checkpoint_file), "--arch", "mn04"]) == 1
+    assert "not a mn04 EfficientAT checkpoint" in capsys.readouterr().err
+    assert main(["tag-file", str(audio), "--checkpoint", str(checkpoint_file)]) == 1
+    assert "also pass --arch" in capsys.readouterr().err

@@ -1,0 +1,158 @@
+"""`aglw` commands: tag, tag-file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from workbench.cli.context import app_context, emit_json, progress_bar, say
+from workbench.errors import InputError
+
+
+def _split(values: list[str] | None) -> list[str] | None:
+    if not values:
+        return None
+    items = [item.strip() for value in values for item in value.split(",") if item.strip()]
+    if not items or items == ["all"]:
+        return None
+    return items
+
+
+def register(app: typer.Typer) -> None:
+    """Add this module's commands to the root app."""
+
+    @app.command("tag")
+    def tag_command(
+        ctx: typer.Context,
+        clips: Optional[list[str]] = typer.Option(
+            None, "--clips", help="Clip keys (repeat or comma-separate); 'all' or nothing for every clip."
+        ),
+        model: str = typer.Option("mn10_as", "--model", help="Official EfficientAT AudioSet checkpoint name."),
+        device: str = typer.Option("cpu", "--device", help="cpu or cuda."),
+        workers: int = typer.Option(2, "--workers", min=1, help="Decoding threads."),
+        batch_size: int = typer.Option(16, "--batch-size", min=1, help="Windows per forward pass."),
+        new_run: bool = typer.Option(False, "--new-run", help="Start a new run instead of resuming the latest one."),
+    ) -> None:
+        """Tag the project's clips with EfficientAT (resumable: finished clips are skipped)."""
+        from workbench.tagging.assets import load_default_ontology, load_named_checkpoint, resolve_device
+        from workbench.tagging.service import tag_clips
+
+        app = app_context(ctx)
+        resolve_device(device)
+        ontology = load_default_ontology()
+        checkpoint = load_named_checkpoint(model, device="cpu")
+        store = app.store()
+        bar: dict = {}
+
+        def start(total: int) -> None:
+            bar["cm"] = progress_bar(f"tagging with {checkpoint.name}", total)
+            bar["advance"] = bar["cm"].__enter__()
+
+        try:
+            summary = tag_clips(
+                store,
+                checkpoint,
+                ontology.classes,
+                clip_keys=_split(clips),
+                device=device,
+                workers=workers,
+                batch_size=batch_size,
+                fresh_run=new_run,
+                on_start=start,
+                progress=lambda n: bar["advance"](n),
+            )
+        finally:
+            if "cm" in bar:
+                bar["cm"].__exit__(None, None, None)
+        payload = {
+            "run_id": summary.run_id,
+            "model": summary.model,
+            "checkpoint_sha256": summary.checkpoint_sha256,
+            "device": summary.device,
+            "resumed": summary.resumed,
+            "selected": summary.n_selected,
+            "tagged": summary.n_tagged,
+            "skipped": summary.n_skipped,
+            "failed": [{"key": f.key, "error": f.error} for f in summary.failures],
+        }
+        if app.json:
+            emit_json(payload)
+        else:
+            say(
+                f"run {summary.run_id} ({summary.model}): {summary.n_tagged} tagged, {summary.n_skipped} already done, "
+                f"{len(summary.failures)} failed"
+            )
+            for failure in summary.failures:
+                say(f"  failed {failure.key}: {failure.error}")
+
+    @app.command("tag-file")
+    def tag_file_command(
+        ctx: typer.Context,
+        file: Path = typer.Argument(..., help="Audio file to tag."),
+        model: Optional[str] = typer.Option(None, "--model", help="Official checkpoint name (default mn10_as)."),
+        checkpoint: Optional[Path] = typer.Option(None, "--checkpoint", help="A local state-dict file (needs --arch)."),
+        arch: Optional[str] = typer.Option(None, "--arch", help="Architecture of --checkpoint: mn01 … mn40."),
+        all_classes: bool = typer.Option(False, "--all-classes", help="Include all 527 probabilities."),
+        top: int = typer.Option(10, "--top", min=0, help="How many top classes to list."),
+        device: str = typer.Option("cpu", "--device", help="cpu or cuda."),
+        timeline: bool = typer.Option(False, "--timeline", help="Include the per-second timeline of the top classes."),
+    ) -> None:
+        """Tag one audio file without a project."""
+        from workbench.audio.loader import load_audio
+        from workbench.tagging.assets import load_checkpoint, load_default_ontology, load_named_checkpoint
+        from workbench.tagging.inference import AudioTagger
+        from workbench.tagging.preprocess import SAMPLE_RATE
+
+        app = app_context(ctx)
+        if checkpoint is not None and model is not None:
+            raise InputError("pass either --model NAME or --checkpoint PATH --arch mnXX, not both")
+        if checkpoint is not None:
+            if arch is None:
+                raise InputError(f"--checkpoint {checkpoint}: also pass --arch (mn01, mn02, mn04, mn05, mn10, mn20, mn30, mn40)")
+            loaded = load_checkpoint(checkpoint, arch, device=device)
+        else:
+            if arch is not None:
+                raise InputError("--arch goes with --checkpoint; a named --model knows its architecture")
+            loaded = load_named_checkpoint(model or "mn10_as", device=device)
+        ontology = load_default_ontology()
+        audio = load_audio(file, sample_rate=SAMPLE_RATE, mono=True)
+        try:
+            result = AudioTagger(loaded.model, device=device).tag(audio.samples[:, 0], timeline=timeline)
+        except ValueError as exc:
+            raise InputError(f"{file}: {exc}") from exc
+        top_indices = result.top(top)
+        payload: dict = {
+            "model": loaded.name,
+            "arch": loaded.arch,
+            "checkpoint_sha256": loaded.sha256,
+            "file": str(file),
+            "sample_rate": SAMPLE_RATE,
+            "duration_s": result.duration_s,
+            "n_windows": result.n_windows,
+            "top": [
+                {
+                    "index": i,
+                    "id": ontology.classes[i].id,
+                    "name": ontology.classes[i].name,
+                    "probability": float(result.probabilities[i]),
+                }
+                for i in top_indices
+            ],
+            "roots": ontology.root_rollup(result.probabilities),
+            "agl1k_categories": ontology.agl1k_rollup(result.probabilities),
+        }
+        if all_classes:
+            payload["probabilities"] = [float(p) for p in result.probabilities]
+        if timeline and result.timeline is not None:
+            payload["timeline"] = {
+                "hop_s": result.timeline_hop_s,
+                "classes": [{"index": i, "id": ontology.classes[i].id, "values": [float(v) for v in result.timeline[:, i]]} for i in top_indices],
+            }
+        if app.json:
+            emit_json(payload)
+            return
+        say(f"{file}: {result.duration_s:.1f} s, model {loaded.name}")
+        for entry in payload["top"]:
+            say(f"  {entry['probability']:.3f}  {entry['name']} ({entry['id']})")
