@@ -1,0 +1,422 @@
+"""Judge providers: the interface, the official Anthropic SDK, and an OpenAI-compatible server.
+
+A provider turns a rendered prompt into a reply (text, stop reason, token usage). Transient faults
+(408/409/429/5xx/529, connection errors, timeouts) are retried with backoff inside the provider; what
+is left after the retries comes out as :class:`ProviderCallError`, an authentication failure as
+:class:`JudgeAuthError` (which stops a run).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import anthropic
+import httpx2
+
+from workbench.attribution.config import JudgeConfig
+from workbench.attribution.prompts import RenderedPrompt
+from workbench.attribution.secrets import anthropic_api_key, quiet_sdk_loggers, redact
+from workbench.errors import AglwError
+
+RETRY_NOTE = (
+    "\n\nA previous reply to this request was rejected: {reason}. "
+    "Reply again with the corrected JSON object only."
+)
+
+
+class JudgeAuthError(AglwError):
+    """The provider refused the credentials: the whole run stops."""
+
+
+class ProviderCallError(Exception):
+    """A request failed after the provider's retries; the reason is safe to store."""
+
+
+@dataclass(frozen=True)
+class TokenUsage:
+    """Tokens of one call (cache writes and reads counted apart from plain input)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_creation_input_tokens": self.cache_creation_input_tokens,
+            "cache_read_input_tokens": self.cache_read_input_tokens,
+        }
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    """One request: the judge, its rendered prompt, the output schema and, for a retry, the reason."""
+
+    judge: JudgeConfig
+    prompt: RenderedPrompt
+    schema: dict[str, Any]
+    retry_reason: str | None = None
+
+    @property
+    def user_text(self) -> str:
+        if self.retry_reason is None:
+            return self.prompt.user
+        return self.prompt.user + RETRY_NOTE.format(reason=self.retry_reason)
+
+
+@dataclass(frozen=True)
+class ProviderReply:
+    """What came back: the reply text, why generation stopped, and the tokens used."""
+
+    text: str
+    stop_reason: str | None
+    usage: TokenUsage
+    refusal: bool = False
+    truncated: bool = False
+
+
+@dataclass(frozen=True)
+class BatchState:
+    """Progress of a submitted batch."""
+
+    batch_id: str
+    ended: bool
+    counts: dict[str, int]
+
+
+@dataclass(frozen=True)
+class BatchItem:
+    """One result of a batch, matched to its request by ``custom_id``."""
+
+    custom_id: str
+    outcome: str  # succeeded | errored | expired | canceled
+    reply: ProviderReply | None = None
+    error: str | None = None
+
+
+@runtime_checkable
+class JudgeProvider(Protocol):
+    """What a judge backend offers; the Anthropic SDK and OpenAI-compatible servers implement it."""
+
+    name: str
+    supports_batch: bool
+
+    def list_models(self) -> set[str]:
+        """Model ids the provider offers to this key."""
+        ...
+
+    def complete(self, request: JudgeRequest) -> ProviderReply:
+        """Send one request (with retries) and return the reply."""
+        ...
+
+    def count_tokens(self, request: JudgeRequest) -> int | None:
+        """Input tokens of a request as the provider counts them, or None when it cannot."""
+        ...
+
+    def submit_batch(self, requests: list[tuple[str, JudgeRequest]]) -> str:
+        """Submit requests keyed by custom id; returns the batch id."""
+        ...
+
+    def batch_state(self, batch_id: str) -> BatchState:
+        """Whether a batch has ended, with its request counts."""
+        ...
+
+    def batch_results(self, batch_id: str) -> Iterator[BatchItem]:
+        """The results of an ended batch, in any order."""
+        ...
+
+
+# --------------------------------------------------------------------------- Anthropic
+
+
+def _anthropic_usage(usage: Any) -> TokenUsage:
+    if usage is None:
+        return TokenUsage()
+    return TokenUsage(
+        input_tokens=int(getattr(usage, "input_tokens", 0) or 0),
+        output_tokens=int(getattr(usage, "output_tokens", 0) or 0),
+        cache_creation_input_tokens=int(getattr(usage, "cache_creation_input_tokens", 0) or 0),
+        cache_read_input_tokens=int(getattr(usage, "cache_read_input_tokens", 0) or 0),
+    )
+
+
+def _anthropic_reply(message: Any) -> ProviderReply:
+    text = "".join(getattr(block, "text", "") for block in message.content if block.type == "text")
+    stop = message.stop_reason
+    return ProviderReply(
+        text=text,
+        stop_reason=stop,
+        usage=_anthropic_usage(message.usage),
+        refusal=stop == "refusal",
+        truncated=stop in ("max_tokens", "model_context_window_exceeded"),
+    )
+
+
+class AnthropicProvider:
+    """Judges on Anthropic models through the official SDK (its own retries and timeouts).
+
+    Parameters
+    ----------
+    api_key
+        The key; default: ``ANTHROPIC_API_KEY``, else the OS keyring.
+    base_url
+        Another endpoint (a proxy, or a test server); default: the SDK's.
+    max_retries, timeout_s
+        Passed to the SDK client.
+    http_client
+        An ``httpx2.Client`` to use (tests inject a mock transport here).
+    """
+
+    name = "anthropic"
+    supports_batch = True
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_retries: int = 4,
+        timeout_s: float = 120.0,
+        http_client: httpx2.Client | None = None,
+    ) -> None:
+        quiet_sdk_loggers()
+        if api_key is None:
+            api_key, _source = anthropic_api_key()
+        if not api_key:
+            raise JudgeAuthError(
+                "no Anthropic API key: set ANTHROPIC_API_KEY or store the key in the OS keyring "
+                "(`keyring set aglw anthropic`); --dry-run works without one"
+            )
+        self._secret = api_key
+        # An explicit key keeps the SDK from reading profiles or other credentials on its own.
+        self.client = anthropic.Anthropic(
+            api_key=api_key,
+            base_url=base_url,
+            max_retries=max_retries,
+            timeout=timeout_s,
+            http_client=http_client,
+        )
+
+    def _clean(self, text: str) -> str:
+        return redact(text, [self._secret]) or ""
+
+    def _params(self, request: JudgeRequest) -> dict[str, Any]:
+        return {
+            "model": request.judge.model,
+            "max_tokens": request.judge.max_tokens,
+            # The system block is identical for every clip, so it is marked for prompt caching.
+            "system": [
+                {"type": "text", "text": request.prompt.system, "cache_control": {"type": "ephemeral"}}
+            ],
+            "messages": [{"role": "user", "content": request.user_text}],
+            "output_config": {"format": {"type": "json_schema", "schema": request.schema}},
+        }
+
+    def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (anthropic.AuthenticationError, anthropic.PermissionDeniedError) as exc:
+            raise JudgeAuthError(
+                f"Anthropic refused the API key (HTTP {exc.status_code}); check ANTHROPIC_API_KEY or the "
+                "keyring entry (service 'aglw', user 'anthropic'). The run stopped; rerun to resume"
+            ) from None
+        except anthropic.APITimeoutError:
+            raise ProviderCallError("timeout: no reply within the timeout after the SDK's retries") from None
+        except anthropic.APIConnectionError as exc:
+            raise ProviderCallError(self._clean(f"connection error after the SDK's retries: {exc}")) from None
+        except anthropic.APIStatusError as exc:
+            raise ProviderCallError(self._clean(f"HTTP {exc.status_code} after the SDK's retries: {exc.message}")) from None
+        except anthropic.APIResponseValidationError as exc:
+            raise ProviderCallError(self._clean(f"malformed response from the API: {exc.message}")) from None
+        except (anthropic.AnthropicError, ValueError) as exc:
+            raise ProviderCallError(self._clean(f"{type(exc).__name__}: {exc}")) from None
+
+    def list_models(self) -> set[str]:
+        return {model.id for model in self._call(lambda: list(self.client.models.list(limit=1000)))}
+
+    def complete(self, request: JudgeRequest) -> ProviderReply:
+        message = self._call(self.client.messages.create, **self._params(request))
+        return _anthropic_reply(message)
+
+    def count_tokens(self, request: JudgeRequest) -> int | None:
+        params = self._params(request)
+        params.pop("max_tokens")
+        return int(self._call(self.client.messages.count_tokens, **params).input_tokens)
+
+    def submit_batch(self, requests: list[tuple[str, JudgeRequest]]) -> str:
+        batch = self._call(
+            self.client.messages.batches.create,
+            requests=[{"custom_id": cid, "params": self._params(req)} for cid, req in requests],
+        )
+        return str(batch.id)
+
+    def batch_state(self, batch_id: str) -> BatchState:
+        batch = self._call(self.client.messages.batches.retrieve, batch_id)
+        counts = batch.request_counts
+        return BatchState(
+            batch_id=batch_id,
+            ended=batch.processing_status == "ended",
+            counts={k: int(getattr(counts, k)) for k in ("processing", "succeeded", "errored", "canceled", "expired")},
+        )
+
+    def batch_results(self, batch_id: str) -> Iterator[BatchItem]:
+        for entry in self._call(lambda: list(self.client.messages.batches.results(batch_id))):
+            result = entry.result
+            if result.type == "succeeded":
+                yield BatchItem(entry.custom_id, "succeeded", reply=_anthropic_reply(result.message))
+            elif result.type == "errored":
+                error = getattr(result.error, "error", None)
+                detail = f"{getattr(error, 'type', 'error')}: {getattr(error, 'message', '')}"
+                yield BatchItem(entry.custom_id, "errored", error=self._clean(f"batch request errored ({detail})"))
+            else:
+                yield BatchItem(entry.custom_id, result.type, error=f"batch request {result.type} before it was processed")
+
+
+# --------------------------------------------------------------------------- OpenAI-compatible
+
+_RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
+
+
+class OpenAICompatibleProvider:
+    """Judges on any server offering ``/v1/chat/completions`` with ``json_schema`` output.
+
+    Hosted services and local servers (vLLM, llama.cpp, Ollama's OpenAI endpoint) speak this
+    protocol, so a trio can span model families. Retries 408/409/429/5xx/529 and connection errors
+    with exponential backoff; no batch API.
+    """
+
+    name = "openai-compatible"
+    supports_batch = False
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        api_key: str | None = None,
+        max_retries: int = 4,
+        timeout_s: float = 120.0,
+        backoff_s: float = 0.5,
+        http_client: httpx2.Client | None = None,
+    ) -> None:
+        quiet_sdk_loggers()
+        self._secret = api_key
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._base = base_url.rstrip("/")
+        if self._base.endswith("/v1"):
+            self._base = self._base[: -len("/v1")]
+        self.client = http_client or httpx2.Client(timeout=timeout_s)
+        self._headers = headers
+        self._max_retries = max_retries
+        self._backoff_s = backoff_s
+
+    def _request(self, method: str, path: str, payload: dict[str, Any] | None = None) -> dict[str, Any]:
+        last_problem = "no attempt made"
+        for attempt in range(self._max_retries + 1):
+            if attempt:
+                time.sleep(self._backoff_s * 2 ** (attempt - 1))
+            try:
+                response = self.client.request(method, f"{self._base}{path}", json=payload, headers=self._headers)
+            except httpx2.TimeoutException:
+                last_problem = "timeout"
+                continue
+            except httpx2.TransportError as exc:
+                last_problem = f"connection error: {type(exc).__name__}"
+                continue
+            if response.status_code in (401, 403):
+                raise JudgeAuthError(
+                    f"{self._base} refused the API key (HTTP {response.status_code}); check the variable "
+                    "named by api_key_env in judges.toml. The run stopped; rerun to resume"
+                )
+            if response.status_code in _RETRY_STATUS:
+                last_problem = f"HTTP {response.status_code}"
+                continue
+            if response.status_code >= 400:
+                raise ProviderCallError(redact(f"HTTP {response.status_code}: {response.text[:300]}", [self._secret]))
+            try:
+                return response.json()
+            except ValueError:
+                raise ProviderCallError("malformed response: the body is not JSON") from None
+        raise ProviderCallError(f"{last_problem} after {self._max_retries} retries")
+
+    def list_models(self) -> set[str]:
+        return {str(m.get("id")) for m in self._request("GET", "/v1/models").get("data", [])}
+
+    def complete(self, request: JudgeRequest) -> ProviderReply:
+        body = self._request(
+            "POST",
+            "/v1/chat/completions",
+            {
+                "model": request.judge.model,
+                "max_tokens": request.judge.max_tokens,
+                "messages": [
+                    {"role": "system", "content": request.prompt.system},
+                    {"role": "user", "content": request.user_text},
+                ],
+                "response_format": {
+                    "type": "json_schema",
+                    "json_schema": {"name": "attribution", "strict": True, "schema": request.schema},
+                },
+            },
+        )
+        try:
+            choice = body["choices"][0]
+            message = choice.get("message") or {}
+        except (KeyError, IndexError, TypeError):
+            raise ProviderCallError("malformed response: no choices[0] in the reply") from None
+        usage = body.get("usage") or {}
+        cached = int(((usage.get("prompt_tokens_details") or {}).get("cached_tokens")) or 0)
+        refusal = bool(message.get("refusal"))
+        finish = choice.get("finish_reason")
+        return ProviderReply(
+            text=str(message.get("content") or ""),
+            stop_reason="refusal" if refusal else ("max_tokens" if finish == "length" else finish),
+            usage=TokenUsage(
+                input_tokens=int(usage.get("prompt_tokens") or 0) - cached,
+                output_tokens=int(usage.get("completion_tokens") or 0),
+                cache_read_input_tokens=cached,
+            ),
+            refusal=refusal,
+            truncated=finish == "length",
+        )
+
+    def count_tokens(self, request: JudgeRequest) -> int | None:
+        return None
+
+    def submit_batch(self, requests: list[tuple[str, JudgeRequest]]) -> str:
+        raise AglwError(f"{self._base}: openai-compatible judges have no batch mode; use --mode sync")
+
+    def batch_state(self, batch_id: str) -> BatchState:
+        raise AglwError("openai-compatible judges have no batch mode")
+
+    def batch_results(self, batch_id: str) -> Iterator[BatchItem]:
+        raise AglwError("openai-compatible judges have no batch mode")
+
+
+def make_provider(
+    judge: JudgeConfig,
+    *,
+    base_url: str | None = None,
+    http_client: httpx2.Client | None = None,
+) -> JudgeProvider:
+    """The provider a judge's configuration names (``base_url`` overrides the configured endpoint)."""
+    if judge.provider == "anthropic":
+        return AnthropicProvider(
+            base_url=base_url or judge.base_url,
+            max_retries=judge.max_retries,
+            timeout_s=judge.timeout_s,
+            http_client=http_client,
+        )
+    key = os.environ.get(judge.api_key_env) if judge.api_key_env else None
+    return OpenAICompatibleProvider(
+        base_url=base_url or judge.base_url or "",
+        api_key=key,
+        max_retries=judge.max_retries,
+        timeout_s=judge.timeout_s,
+        http_client=http_client,
+    )
