@@ -1,0 +1,70 @@
+"""`aglw fit / select / export selection / check locations` in-process."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from storage import open_store
+from tests.storage.test_curation_fixtures import BIRD, SPEECH, WORKED_EXAMPLE, build_project
+from workbench.cli.main import main
+
+
+@pytest.fixture
+def project_db(sqlite_path):  # type: ignore[no-untyped-def]
+    store = open_store(sqlite_path)
+    build_project(store, WORKED_EXAMPLE)
+    store.dispose()
+    return str(sqlite_path)
+
+
+def run_json(capsys, *argv: str):  # type: ignore[no-untyped-def]
+    capsys.readouterr()
+    rc = main(list(argv))
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    return json.loads(captured.out)
+
+
+def test_fit_json_contract_preview_and_diff(project_db, capsys) -> None:  # type: ignore[no-untyped-def]
+    first = run_json(capsys, "--db", project_db, "--json", "fit", "--n-min", "1")
+    assert first["run_id"] == 1 and first["diff"] is None
+    assert first["parameters"]["n_min"] == 1 and first["parameters"]["gamma_km"] == 1000.0
+    categories = {c["id"]: c for c in first["categories"]}
+    assert categories[SPEECH]["a"] == pytest.approx(0.951691, abs=1e-6)
+    assert categories[BIRD]["polarity"] == "N" and categories[BIRD]["overridden"] is False
+    clips = {c["key"]: c for c in first["clips"]}
+    assert clips["clip_B"]["localizability"] == pytest.approx(-0.551232, abs=1e-6)
+    assert clips["clip_A"]["percentile"] == 100.0 and clips["clip_B"]["candidate"] is False
+
+    preview = run_json(capsys, "--db", project_db, "--json", "fit", "--n-min", "1", "--preview", "--what-if", f"{BIRD}=neutral")
+    assert preview["run_id"] is None
+    assert preview["diff"]["entered"] == ["clip_B"]
+    again = run_json(capsys, "--db", project_db, "--json", "fit", "--n-min", "1")
+    assert again["run_id"] == 2 and again["diff"]["empty"] is True
+
+
+def test_fit_rejects_bad_parameters_with_a_message(project_db, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["--db", project_db, "fit", "--tau", "2"]) == 1
+    assert "tau must lie in [0, 1]" in capsys.readouterr().err
+    assert main(["--db", project_db, "fit", "--what-if", f"{BIRD}=N"]) == 1
+    assert "--preview" in capsys.readouterr().err
+    assert main(["--db", project_db, "fit", "--alm", "nope"]) == 1
+    assert "alm-x" in capsys.readouterr().err
+
+
+def test_select_and_export(project_db, capsys, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    run_json(capsys, "--db", project_db, "--json", "fit", "--n-min", "1")
+    selected = run_json(capsys, "--db", project_db, "--json", "select", "--size", "2")
+    assert selected["keys"] == ["clip_A", "clip_C"]
+    assert selected["counts"]["selected"] == 2
+    out = tmp_path / "sel.csv"
+    exported = run_json(capsys, "--db", project_db, "--json", "export", "selection", str(out))
+    assert exported["n_rows"] == 2 and out.exists()
+    assert json.loads((tmp_path / "sel.csv.manifest.json").read_text())["keys"] == ["clip_A", "clip_C"]
+
+
+def test_check_locations_json(project_db, capsys) -> None:  # type: ignore[no-untyped-def]
+    report = run_json(capsys, "--db", project_db, "--json", "check", "locations")
+    assert report["n_checked"] == 3 and report["counts"]["match"] == 3 and report["mismatches"] == []

@@ -1,0 +1,202 @@
+"""`aglw` commands: fit, select, export selection, check locations."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import typer
+
+from workbench.cli.context import app_context, emit_json, say
+from workbench.errors import AglwError
+
+export_app = typer.Typer(help="Export project data.", no_args_is_help=True)
+check_app = typer.Typer(help="Consistency checks of the project's data.", no_args_is_help=True)
+
+
+def _ontology_roll_up() -> tuple[dict[str, list[str]], dict[str, str]]:
+    """Class id → root ids and id → name, from the configured AudioSet ontology."""
+    from workbench.tagging.ontology import load_default_ontology
+
+    ontology = load_default_ontology(show_progress=True)
+    roots_of: dict[str, list[str]] = {}
+    for root in ontology.root_ids:
+        for node_id in ontology.descendants(root):
+            roots_of.setdefault(node_id, []).append(root)
+    names = {node_id: node.name for node_id, node in ontology.nodes.items()}
+    return roots_of, names
+
+
+def _parse_what_if(values: list[str]) -> dict[str, str]:
+    forced: dict[str, str] = {}
+    for value in values:
+        category, sep, polarity = value.rpartition("=")
+        if not sep or not category or polarity not in ("P", "N", "neutral"):
+            raise AglwError(f"--what-if expects CATEGORY=P|N|neutral (e.g. /m/020bb7=N), got {value!r}")
+        forced[category] = polarity
+    return forced
+
+
+def fit_command(
+    ctx: typer.Context,
+    gamma: float = typer.Option(1000.0, "--gamma", help="Success threshold γ on the ALM error (km)."),
+    alpha: float = typer.Option(0.05, "--alpha", help="Margin α between a and ā for P / N."),
+    theta: float = typer.Option(0.0, "--theta", help="Candidate threshold θ on localizability."),
+    tau: float = typer.Option(0.15, "--tau", help="Tag probability threshold τ for detected categories."),
+    n_min: int = typer.Option(5, "--n-min", help="Minimum support for a fitted polarity."),
+    top_n: int = typer.Option(10, "--top-n", help="At most this many detected categories per clip."),
+    rollup: str = typer.Option("leaf", "--rollup", help="Category level: leaf or root (needs the ontology)."),
+    alm: Optional[str] = typer.Option(None, "--alm", help="Reference ALM model (default: the judged one)."),
+    preview: bool = typer.Option(False, "--preview", help="Compute without storing a run."),
+    recalibrate_theta: bool = typer.Option(
+        False, "--recalibrate-theta", help="Use the θ that best matches ≥ 20 expert accept/reject decisions."
+    ),
+    what_if: list[str] = typer.Option(
+        [], "--what-if", help="Preview only: force CATEGORY=P|N|neutral (repeatable)."
+    ),
+) -> None:
+    """Fit the curation model (a stored run unless --preview) and show the diff to the last run."""
+    from workbench.curation import service
+    from workbench.curation.model import FitParameters
+
+    app = app_context(ctx)
+    try:
+        params = FitParameters(
+            gamma_km=gamma, alpha=alpha, theta=theta, tau=tau, n_min=n_min, top_n=top_n, rollup=rollup
+        )
+    except ValueError as exc:
+        raise AglwError(str(exc)) from exc
+    forced = _parse_what_if(what_if)
+    if forced and not preview:
+        raise AglwError("--what-if needs --preview (a stored run holds only recorded labels)")
+    roots_of, names = (_ontology_roll_up() if rollup == "root" else (None, None))
+    result = service.fit(
+        app.store(), params, alm_model=alm, preview=preview,
+        what_if=service.WhatIf(category_polarity=forced) if forced else None,
+        recalibrate_theta=recalibrate_theta, roots_of=roots_of, category_names=names,
+    )
+    if app.json:
+        emit_json(result.to_json())
+        return
+    _print_fit(result)
+
+
+def _print_fit(result: Any) -> None:
+    summary = result.summary
+    title = "preview (not stored)" if result.run_id is None else f"run {result.run_id}"
+    say(
+        f"curation fit, {title}: {summary['n_clips']} clips, {summary['n_categories']} categories "
+        f"({summary['n_positive']} P, {summary['n_negative']} N), {summary['n_candidates']} candidates "
+        f"at θ = {summary['theta_used']:.4g} (reference ALM {result.alm_model})"
+    )
+    calibration = summary["theta_calibration"]
+    if calibration["theta"] is not None:
+        say(
+            f"θ from {calibration['n_decisions']} expert decisions: {calibration['theta']:.4g} "
+            f"(balanced accuracy {calibration['balanced_accuracy']:.3f})"
+        )
+    if calibration["spearman"] is not None:
+        say(f"Spearman(l, expert rating) = {calibration['spearman']:.3f} over {calibration['n_ratings']} clips")
+    for category in sorted(result.categories, key=lambda c: (c.polarity not in ("P", "N"), -abs(c.a - c.a_bar))):
+        if category.polarity in ("P", "N"):
+            mark = " (expert)" if category.overridden else ""
+            say(
+                f"  {category.polarity} {category.id} {category.name or ''} a={category.a:.3f} "
+                f"ā={category.a_bar:.3f} n={category.support}{mark}"
+            )
+    diff = result.diff
+    if diff is None:
+        say("no earlier run to compare with")
+    elif diff.empty:
+        say(f"no change against run {diff.base_run_id}")
+    else:
+        say(
+            f"against run {diff.base_run_id}: {len(diff.polarity_changes)} polarity changes, "
+            f"{len(diff.entered)} clips entered and {len(diff.left)} left the candidates"
+        )
+        for change in diff.polarity_changes:
+            say(f"  {change.category}: {change.old} → {change.new}")
+        for move in diff.largest_moves[:10]:
+            say(f"  {move.clip}: {move.old:+.3f} → {move.new:+.3f}")
+
+
+def select_command(
+    ctx: typer.Context,
+    size: int = typer.Option(..., "--size", help="Number of clips M to select."),
+    run: Optional[int] = typer.Option(None, "--run", help="Curation run id (default: the latest)."),
+) -> None:
+    """Select M clips from a curation run, stratified by speech and continent; stores the selection."""
+    from workbench.curation.selection import make_selection
+
+    app = app_context(ctx)
+    result = make_selection(app.store(), size, run_id=run)
+    if app.json:
+        emit_json({"selection_id": result.selection_id, "run_id": result.run_id, "keys": result.keys,
+                   "counts": result.counts})
+        return
+    counts = result.counts
+    say(
+        f"selection {result.selection_id} from run {result.run_id}: {counts['selected']} of {counts['size_requested']} "
+        f"clips ({counts['speech']} speech, {counts['no_speech']} no speech; {counts['accepted_in']} expert accepts)"
+    )
+    for stratum, n in sorted(counts["by_stratum"].items()):
+        say(f"  {stratum}: {n}")
+    if counts["continents_missing"]:
+        say(f"continents without a clip (M too small): {', '.join(counts['continents_missing'])}")
+    excluded = counts.get("excluded", {})
+    say(
+        f"left out: {excluded.get('rejected', 0)} rejected, {excluded.get('quality_flagged', 0)} with unresolved "
+        f"quality flags, {excluded.get('below_theta', 0)} below θ"
+    )
+
+
+@export_app.command("selection")
+def export_selection_command(
+    ctx: typer.Context,
+    file: str = typer.Argument(..., help="CSV to write; the manifest goes to FILE.manifest.json."),
+    selection: Optional[int] = typer.Option(None, "--selection", help="Selection id (default: the latest)."),
+) -> None:
+    """Write a selection as an AGL1K-format CSV (20-name header) plus FILE.manifest.json."""
+    from workbench.curation.export import export_selection
+
+    app = app_context(ctx)
+    result = export_selection(app.store(), file, selection_id=selection)
+    if app.json:
+        emit_json({"csv": str(result.csv_path), "manifest": str(result.manifest_path), "n_rows": result.n_rows,
+                   "selection_id": result.selection_id})
+        return
+    say(f"wrote {result.n_rows} clips to {result.csv_path} and the manifest to {result.manifest_path}")
+
+
+@check_app.command("locations")
+def check_locations_command(
+    ctx: typer.Context,
+    dataset: Optional[str] = typer.Option(None, "--dataset", help="Only this dataset (by name)."),
+) -> None:
+    """List clips whose coordinates fall outside their stated country (offline reverse geocoding)."""
+    from workbench.curation.geocheck import location_report
+
+    app = app_context(ctx)
+    report = location_report(app.store(), dataset=dataset)
+    if app.json:
+        emit_json(report.to_dict())
+        return
+    counts = report.counts
+    say(
+        f"{report.n_checked} clips checked: {counts['match']} match, {counts['mismatch']} mismatch, "
+        f"{counts['unknown_country']} unknown country names, {counts['no_coordinates']} without coordinates"
+    )
+    for check in report.mismatches:
+        say(
+            f"  {check.key}: stated {check.country} ({check.stated_iso}), coordinates near {check.nearest_place} "
+            f"({check.geocoded_iso}, {check.nearest_place_km:.1f} km)"
+        )
+    for check in report.unknown_country:
+        say(f"  {check.key}: country {check.country!r} has no ISO code")
+
+
+def register(app: typer.Typer) -> None:
+    """Add this module's commands to the root app."""
+    app.command("fit")(fit_command)
+    app.command("select")(select_command)
+    app.add_typer(export_app, name="export")
+    app.add_typer(check_app, name="check")

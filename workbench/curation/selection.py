@@ -1,0 +1,213 @@
+"""Select M clips from a curation run, stratified by speech and continent (design doc section 7).
+
+Rules (in this order):
+
+1. **Eligible** clips are the run's candidates (l_k > θ) plus expert accepts,
+   minus expert rejects and minus clips with a quality flag no expert has
+   overruled (an accept does not lift a quality flag: overrule the flag).
+2. **Accepts are always in**. If more clips are accepted than M, the M
+   accepted clips with the highest l_k are taken and nothing else.
+3. **Every continent** present among the eligible clips gets at least one
+   clip, while slots remain: continents without a clip yet, in order of
+   their best score, each contribute their best clip, taken from whichever
+   speech stratum is further below its target.
+4. **Speech balance**: each stratum (speech / no speech) is filled by rank up
+   to half of M (the larger half going to speech when M is odd); a stratum
+   that runs out of clips leaves its slots to the other one, filled by rank.
+
+A clip has speech when its Speech tag (``/m/09x0r``) is ≥ τ, or its AGL1K
+``human_sounds`` value is ≥ 0.1. A clip with no continent counts under
+``unknown``, which is not a continent to represent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sqlalchemy import select as sql_select
+
+from storage import Store
+from storage.models import Selection, Tag
+from workbench.curation import service
+from workbench.curation.inputs import gather_inputs
+from workbench.curation.model import SPEECH_CLASS_ID, FitParameters
+from workbench.errors import AglwError
+
+HUMAN_SOUNDS_SPEECH = 0.1
+UNKNOWN_CONTINENT = "unknown"
+
+
+@dataclass
+class SelectionPlan:
+    """The chosen clips (best first) and counts per stratum."""
+
+    clips: list[Any]
+    counts: dict[str, Any]
+    excluded: dict[str, int] = field(default_factory=dict)
+
+
+def select_clips(pool: pd.DataFrame, size: int) -> SelectionPlan:
+    """Pick ``size`` clips following the module's rules.
+
+    Parameters
+    ----------
+    pool
+        Indexed by clip, columns ``localizability`` (float), ``candidate``
+        (bool), ``speech`` (bool), ``continent`` (str or None), ``decision``
+        (accept / reject / unsure / None), ``quality_blocked`` (bool).
+    size
+        M, the number of clips wanted (≥ 1).
+    """
+    if size < 1:
+        raise ValueError(f"the selection size must be ≥ 1, got {size}")
+    decision = pool["decision"].fillna("")
+    accepted = decision == "accept"
+    rejected = decision == "reject"
+    blocked = pool["quality_blocked"].astype(bool)
+    eligible = (pool["candidate"].astype(bool) | accepted) & ~rejected & ~blocked
+    excluded = {
+        "rejected": int(rejected.sum()),
+        "quality_flagged": int((blocked & ~rejected).sum()),
+        "below_theta": int((~pool["candidate"].astype(bool) & ~accepted & ~rejected & ~blocked).sum()),
+    }
+    ranked = pool[eligible].assign(
+        continent=pool.loc[eligible, "continent"].fillna("").replace("", UNKNOWN_CONTINENT),
+        accepted=accepted[eligible],
+    )
+    # rank by score, then key order, so equal scores give a reproducible choice
+    ranked = ranked.iloc[np.lexsort((np.arange(len(ranked)), -ranked["localizability"].to_numpy()))]
+
+    chosen: list[Any] = list(ranked.index[ranked["accepted"].to_numpy()][:size])
+    taken = set(chosen)
+    speech_target = (size + 1) // 2
+    targets = {True: speech_target, False: size - speech_target}
+
+    def stratum_count(speech: bool) -> int:
+        return int(ranked.loc[chosen, "speech"].astype(bool).eq(speech).sum()) if chosen else 0
+
+    represented = set(ranked.loc[chosen, "continent"]) if chosen else set()
+    continents = [c for c in ranked["continent"].drop_duplicates() if c != UNKNOWN_CONTINENT]
+    for continent in continents:
+        if len(chosen) >= size:
+            break
+        if continent in represented:
+            continue
+        options = ranked[(ranked["continent"] == continent) & ~ranked.index.isin(taken)]
+        deficits = {s: targets[s] - stratum_count(s) for s in (True, False)}
+        preferred = max((True, False), key=lambda s: deficits[s])
+        in_preferred = options[options["speech"].astype(bool) == preferred]
+        pick = (in_preferred if len(in_preferred) else options).index[0]
+        chosen.append(pick)
+        taken.add(pick)
+        represented.add(continent)
+
+    for speech in (True, False):
+        room = targets[speech] - stratum_count(speech)
+        if room <= 0 or len(chosen) >= size:
+            continue
+        options = ranked[(ranked["speech"].astype(bool) == speech) & ~ranked.index.isin(taken)]
+        picks = list(options.index[: min(room, size - len(chosen))])
+        chosen.extend(picks)
+        taken.update(picks)
+    if len(chosen) < size:
+        rest = list(ranked.index[~ranked.index.isin(taken)][: size - len(chosen)])
+        chosen.extend(rest)
+
+    final = ranked.loc[chosen]
+    final = final.iloc[np.lexsort((np.arange(len(final)), -final["localizability"].to_numpy()))]
+    speech_flags = final["speech"].astype(bool)
+    counts = {
+        "size_requested": size,
+        "selected": len(final),
+        "eligible": int(eligible.sum()),
+        "accepted_in": int(final["accepted"].sum()),
+        "speech": int(speech_flags.sum()),
+        "no_speech": int((~speech_flags).sum()),
+        "by_continent": {str(k): int(v) for k, v in final["continent"].value_counts().sort_index().items()},
+        "by_stratum": {
+            f"{'speech' if s else 'no_speech'}|{c}": int(n)
+            for (s, c), n in final.groupby([speech_flags, final["continent"]]).size().items()
+        },
+        "continents_in_pool": sorted(continents),
+        "continents_missing": sorted(set(continents) - set(final["continent"])),
+    }
+    return SelectionPlan(clips=list(final.index), counts=counts, excluded=excluded)
+
+
+@dataclass(frozen=True)
+class SelectionResult:
+    selection_id: int
+    run_id: int
+    keys: list[str]
+    counts: dict[str, Any]
+
+
+def make_selection(store: Store, size: int, *, run_id: int | None = None) -> SelectionResult:
+    """Select ``size`` clips from a stored run (default: the latest) and store the Selection.
+
+    Decisions and quality overrules are read as they are now, so a clip
+    accepted or rejected after the fit is honoured without a refit.
+    """
+    run_id = run_id if run_id is not None else service.latest_run_id(store)
+    if run_id is None:
+        raise AglwError("no curation run is stored; run `aglw fit` first")
+    pool, keys, params = selection_pool(store, run_id)
+    try:
+        plan = select_clips(pool, size)
+    except ValueError as exc:
+        raise AglwError(str(exc)) from exc
+    plan.counts["excluded"] = plan.excluded
+    keys = [str(keys.at[c]) for c in plan.clips]
+    with store.write() as s:
+        row = Selection(
+            run_id=run_id, size=size, parameters={"size": size, "run_id": run_id, **params.to_dict()},
+            clip_ids=[int(c) for c in plan.clips], counts=plan.counts,
+        )
+        s.add(row)
+        s.flush()
+        selection_id = int(row.id)
+    return SelectionResult(selection_id=selection_id, run_id=run_id, keys=keys, counts=plan.counts)
+
+
+def selection_pool(store: Store, run_id: int) -> tuple[pd.DataFrame, pd.Series, FitParameters]:
+    """The pool :func:`select_clips` draws from for stored run ``run_id``, as it is now.
+
+    Returns
+    -------
+    (pool, keys, params)
+        The pool (columns as :func:`select_clips` documents), clip id → key, and the run's parameters.
+    """
+    info = service.run_info(store, run_id)
+    params = FitParameters.from_dict(info.parameters)
+    clips = service.load_run_clips(store, run_id)
+    inputs = gather_inputs(store, info.parameters.get("alm_model"))
+    tagger_run_id = info.summary.get("inputs", {}).get("tagger_run_id")
+    speech_tagged: set[int] = set()
+    if tagger_run_id is not None:
+        with store.session() as s:
+            speech_tagged = set(
+                s.scalars(
+                    sql_select(Tag.clip_id).where(
+                        Tag.tagger_run_id == tagger_run_id,
+                        Tag.audioset_id == SPEECH_CLASS_ID,
+                        Tag.probability >= params.tau,
+                    )
+                ).all()
+            )
+    has_flags = clips["quality_flags"].map(lambda flags: bool(flags))
+    pool = pd.DataFrame(
+        {
+            "localizability": clips["localizability"],
+            "candidate": clips["candidate"],
+            "speech": clips.index.isin(list(speech_tagged))
+            | (clips["human_sounds"].astype(float).fillna(0.0) >= HUMAN_SOUNDS_SPEECH).to_numpy(),
+            "continent": clips["continent"],
+            "decision": inputs.decisions.reindex(clips.index),
+            "quality_blocked": has_flags & ~clips.index.isin(list(inputs.quality_overruled)),
+        },
+        index=clips.index,
+    ).sort_index()
+    return pool, clips["key"].astype(str), params

@@ -1,0 +1,517 @@
+"""Fit, store, preview and compare curation runs (design doc curation-model.md section 6).
+
+A *stored* fit writes one :class:`storage.models.CurationRun` with its
+parameters and input fingerprint, one result row per category and per clip,
+all in one transaction. A *preview* computes the same thing, may apply
+"what if" overrides, and writes nothing. Both report a diff against the latest
+stored run. Callers get plain dataclasses, never ORM rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import pandas as pd
+from sqlalchemy import insert, select
+
+from storage import Store
+from storage.models import Clip, CurationCategoryResult, CurationClipResult, CurationRun
+from workbench.curation import model
+from workbench.curation.inputs import FitInputs, gather_inputs
+from workbench.curation.model import POLARITIES, FitParameters, RunDiff, ThetaCalibration
+from workbench.errors import AglwError
+
+DIFF_TOP_MOVES = 20
+
+
+@dataclass(frozen=True)
+class CategoryResult:
+    id: str
+    name: str | None
+    a: float
+    a_bar: float
+    support: int
+    fitted_polarity: str
+    polarity: str
+    overridden: bool
+
+
+@dataclass(frozen=True)
+class ClipResult:
+    clip_id: int
+    key: str
+    localizability: float
+    percentile: float
+    candidate: bool
+    quality_flags: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class WhatIf:
+    """Hypothetical expert input for a preview (nothing is stored).
+
+    Attributes
+    ----------
+    category_polarity
+        Category id → P / N / neutral (e.g. ``{"/m/020bb7": "N"}``: "what if bird
+        song were N?").
+    clip_polarity
+        (clip key, category id) → P / N / neutral.
+    contributions
+        (clip key, category id) → expert contribution on the 0–3 rubric; it
+        replaces the consensus like a real expert label would.
+    """
+
+    category_polarity: dict[str, str] = field(default_factory=dict)
+    clip_polarity: dict[tuple[str, str], str] = field(default_factory=dict)
+    contributions: dict[tuple[str, str], float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "category_polarity": dict(self.category_polarity),
+            "clip_polarity": [[k, c, p] for (k, c), p in self.clip_polarity.items()],
+            "contributions": [[k, c, v] for (k, c), v in self.contributions.items()],
+        }
+
+
+@dataclass
+class FitResult:
+    """One fit (stored or preview). ``run_id`` is None for a preview."""
+
+    run_id: int | None
+    parameters: dict[str, Any]
+    alm_model: str
+    input_fingerprint: str
+    categories: list[CategoryResult]
+    clips: list[ClipResult]
+    diff: RunDiff | None
+    summary: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        """The `aglw fit --json` contract: run_id, parameters, categories, clips, diff (+ extras)."""
+        return {
+            "run_id": self.run_id,
+            "alm_model": self.alm_model,
+            "input_fingerprint": self.input_fingerprint,
+            "parameters": self.parameters,
+            "categories": [
+                {
+                    "id": c.id, "name": c.name, "a": c.a, "a_bar": c.a_bar, "support": c.support,
+                    "polarity": c.polarity, "fitted_polarity": c.fitted_polarity, "overridden": c.overridden,
+                }
+                for c in self.categories
+            ],
+            "clips": [
+                {
+                    "key": c.key, "localizability": c.localizability, "percentile": c.percentile,
+                    "candidate": c.candidate, "quality_flags": c.quality_flags,
+                }
+                for c in self.clips
+            ],
+            "diff": self.diff.to_dict() if self.diff is not None else None,
+            "summary": self.summary,
+        }
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    id: int
+    created_at: datetime
+    alm_run_id: int | None
+    input_fingerprint: str
+    parameters: dict[str, Any]
+    summary: dict[str, Any]
+
+
+# --------------------------------------------------------------------------- computing
+
+
+@dataclass
+class _Computed:
+    categories: pd.DataFrame
+    scores: pd.Series
+    percentile: pd.Series
+    candidate: pd.Series
+    flags: dict[int, list[dict[str, Any]]]
+    calibration: ThetaCalibration
+    theta: float
+    frame: pd.DataFrame
+
+
+def _apply_what_if(inputs: FitInputs, what_if: WhatIf) -> FitInputs:
+    id_of = {key: int(clip) for clip, key in inputs.clips["key"].items()}
+
+    def clip_id(key: str) -> int:
+        if key not in id_of:
+            raise AglwError(f"what-if names clip {key!r}, which is not in the fit's pool")
+        return id_of[key]
+
+    for value in [*what_if.category_polarity.values(), *what_if.clip_polarity.values()]:
+        if value not in POLARITIES:
+            raise AglwError(f"what-if polarity must be P, N or neutral, got {value!r}")
+    extra_scores = pd.DataFrame(
+        [(clip_id(k), c, "what-if", float(v), True) for (k, c), v in what_if.contributions.items()],
+        columns=["clip", "category", "annotator", "score", "adjudicator"],
+    )
+    if ((extra_scores["score"] < 0) | (extra_scores["score"] > 3)).any():
+        raise AglwError("what-if contributions use the 0–3 rubric")
+    extra_polarity = pd.DataFrame(
+        [(clip_id(k), c, p) for (k, c), p in what_if.clip_polarity.items()], columns=["clip", "category", "polarity"]
+    )
+    expert = inputs.expert_scores
+    if len(extra_scores):
+        keys = pd.MultiIndex.from_frame(extra_scores[["clip", "category"]])
+        expert = pd.concat(
+            [expert[~pd.MultiIndex.from_frame(expert[["clip", "category"]]).isin(keys)], extra_scores],
+            ignore_index=True,
+        ) if len(expert) else extra_scores
+    clip_polarity = pd.concat([inputs.clip_polarity, extra_polarity], ignore_index=True)
+    return FitInputs(
+        **{
+            **inputs.__dict__,
+            "expert_scores": expert,
+            "clip_polarity": clip_polarity.drop_duplicates(["clip", "category"], keep="last"),
+            "category_polarity": {**inputs.category_polarity, **what_if.category_polarity},
+        }
+    )
+
+
+def build_fit_frame(
+    inputs: FitInputs, params: FitParameters, roots_of: Mapping[str, list[str]] | None = None
+) -> pd.DataFrame:
+    """The long (clip, category, x, error_km) frame of a fit.
+
+    Judge-sourced contributions count only for the clip's detected categories
+    C_k when a tagger run exists; an expert's contribution counts whatever the
+    tagger said (the expert heard the category).
+    """
+    contributions = model.consensus_contributions(inputs.judge_scores, inputs.expert_scores)
+    if len(inputs.tags):
+        detected = model.detected_categories(inputs.tags, params.tau, params.top_n)
+        detected_keys = pd.MultiIndex.from_frame(detected[["clip", "category"]])
+        is_detected = pd.MultiIndex.from_frame(contributions[["clip", "category"]]).isin(detected_keys)
+        contributions = contributions[is_detected | (contributions["source"] == "expert").to_numpy()]
+    contributions = contributions[["clip", "category", "x"]]
+    if params.rollup == "root":
+        if roots_of is None:
+            raise AglwError("the root roll-up needs the AudioSet ontology; none was given")
+        try:
+            contributions = model.roll_up(contributions, roots_of)
+        except ValueError as exc:
+            raise AglwError(str(exc)) from exc
+    return contributions.assign(error_km=contributions["clip"].map(inputs.errors).to_numpy(dtype=float))
+
+
+def _compute(
+    inputs: FitInputs,
+    params: FitParameters,
+    recalibrate: bool,
+    roots_of: Mapping[str, list[str]] | None,
+) -> _Computed:
+    frame = build_fit_frame(inputs, params, roots_of)
+    try:
+        categories = model.fit_categories(frame, params, inputs.category_polarity)
+        scores = model.localizability(frame, categories, inputs.clips.index, inputs.clip_polarity)
+    except ValueError as exc:
+        raise AglwError(str(exc)) from exc
+    calibration = model.recalibrate_theta(scores, inputs.decisions, inputs.ratings)
+    theta = calibration.theta if (recalibrate and calibration.theta is not None) else params.theta
+    return _Computed(
+        categories=categories,
+        scores=scores,
+        percentile=model.percentiles(scores),
+        candidate=scores > theta,
+        flags=model.quality_flags(inputs.quality, params),
+        calibration=calibration,
+        theta=float(theta),
+        frame=frame,
+    )
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def fit(
+    store: Store,
+    params: FitParameters | None = None,
+    *,
+    alm_model: str | None = None,
+    preview: bool = False,
+    what_if: WhatIf | None = None,
+    recalibrate_theta: bool = False,
+    roots_of: Mapping[str, list[str]] | None = None,
+    category_names: Mapping[str, str] | None = None,
+    created_by: int | None = None,
+) -> FitResult:
+    """Fit the curation model on the project's current inputs.
+
+    Parameters
+    ----------
+    store
+        The project store.
+    params
+        Model parameters (defaults: the design doc's).
+    alm_model
+        Reference ALM (see :func:`workbench.curation.inputs.choose_alm_run`).
+    preview
+        Compute without storing anything.
+    what_if
+        Hypothetical overrides; only allowed with ``preview`` (a stored run
+        must be reproducible from the stored labels its fingerprint names).
+    recalibrate_theta
+        Use the θ that best matches expert accept/reject decisions (when at
+        least 20 clips carry one); the requested θ is kept in the summary.
+    roots_of
+        Class id → root ids, needed for ``rollup="root"``.
+    category_names
+        Category id → display name.
+    created_by
+        Annotator id recorded with a stored run.
+
+    Returns
+    -------
+    FitResult
+        With the diff against the latest stored run (None when there is none).
+    """
+    params = params or FitParameters()
+    if what_if is not None and not preview:
+        raise AglwError("what-if overrides are for previews only; record real labels to change a stored fit")
+    inputs = gather_inputs(store, alm_model)
+    if what_if is not None:
+        inputs = _apply_what_if(inputs, what_if)
+    computed = _compute(inputs, params, recalibrate_theta, roots_of)
+    stored_params = {**params.to_dict(), "theta": computed.theta, "alm_model": inputs.alm_model}
+    summary = _summary(inputs, computed, params, what_if)
+    names = dict(category_names or {})
+    categories = [
+        CategoryResult(
+            id=str(category), name=names.get(str(category)), a=float(row.a), a_bar=float(row.a_bar),
+            support=int(row.support), fitted_polarity=str(row.fitted_polarity), polarity=str(row.polarity),
+            overridden=bool(row.overridden),
+        )
+        for category, row in computed.categories.iterrows()
+    ]
+    keys = inputs.clips["key"]
+    clips = [
+        ClipResult(
+            clip_id=int(clip), key=str(key), localizability=float(score), percentile=float(percent),
+            candidate=bool(candidate), quality_flags=_flags_with_overrule(computed.flags.get(clip), clip, inputs),
+        )
+        for clip, key, score, percent, candidate in zip(
+            inputs.clips.index, keys.to_numpy(), computed.scores.to_numpy(), computed.percentile.to_numpy(),
+            computed.candidate.to_numpy(),
+        )
+    ]
+    previous = _latest_run_id(store)
+    diff = None
+    if previous is not None:
+        old_polarity, old_clips = _load_for_diff(store, previous)
+        new_clips = pd.DataFrame({"localizability": computed.scores, "candidate": computed.candidate})
+        diff = model.diff_runs(
+            old_polarity, old_clips, computed.categories["polarity"], new_clips, top=DIFF_TOP_MOVES
+        )
+        diff.base_run_id = previous
+        diff = _diff_with_keys(store, diff)
+    run_id = None
+    if not preview:
+        run_id = _store_run(store, inputs, stored_params, summary, categories, clips, created_by)
+    return FitResult(
+        run_id=run_id, parameters=stored_params, alm_model=inputs.alm_model,
+        input_fingerprint=inputs.fingerprint, categories=categories, clips=clips, diff=diff, summary=summary,
+    )
+
+
+def _flags_with_overrule(flags: list[dict[str, Any]] | None, clip: int, inputs: FitInputs) -> list[dict[str, Any]]:
+    if not flags:
+        return []
+    overruled = clip in inputs.quality_overruled
+    return [{**flag, "overruled": overruled} for flag in flags]
+
+
+def _summary(
+    inputs: FitInputs, computed: _Computed, params: FitParameters, what_if: WhatIf | None
+) -> dict[str, Any]:
+    polarity_counts = computed.categories["polarity"].value_counts()
+    errors = inputs.errors
+    summary: dict[str, Any] = {
+        "n_clips": int(len(inputs.clips)),
+        "n_candidates": int(computed.candidate.sum()),
+        "n_categories": int(len(computed.categories)),
+        "n_positive": int(polarity_counts.get("P", 0)),
+        "n_negative": int(polarity_counts.get("N", 0)),
+        "n_error_undefined": int(errors.isna().sum()),
+        "n_refusals": int((errors == model.REFUSAL_ERROR_KM).sum()),
+        "n_quality_flagged": int(len(computed.flags)),
+        "theta_requested": params.theta,
+        "theta_used": computed.theta,
+        "theta_calibration": computed.calibration.to_dict(),
+        "inputs": inputs.fingerprint_detail,
+    }
+    if what_if is not None:
+        summary["what_if"] = what_if.to_dict()
+    return summary
+
+
+def _store_run(
+    store: Store,
+    inputs: FitInputs,
+    parameters: dict[str, Any],
+    summary: dict[str, Any],
+    categories: list[CategoryResult],
+    clips: list[ClipResult],
+    created_by: int | None,
+) -> int:
+    with store.write() as s:
+        run = CurationRun(
+            parameters=parameters, input_fingerprint=inputs.fingerprint, alm_run_id=inputs.alm_run_id,
+            summary=summary, created_by=created_by,
+        )
+        s.add(run)
+        s.flush()
+        run_id = int(run.id)
+        if categories:
+            s.execute(
+                insert(CurationCategoryResult),
+                [
+                    {
+                        "run_id": run_id, "category_id": c.id, "name": c.name, "a": c.a, "a_bar": c.a_bar,
+                        "support": c.support, "fitted_polarity": c.fitted_polarity, "polarity": c.polarity,
+                        "overridden": c.overridden,
+                    }
+                    for c in categories
+                ],
+            )
+        if clips:
+            s.execute(
+                insert(CurationClipResult),
+                [
+                    {
+                        "run_id": run_id, "clip_id": c.clip_id, "localizability": c.localizability,
+                        "percentile": c.percentile, "candidate": c.candidate,
+                        "quality_flags": c.quality_flags or None,
+                    }
+                    for c in clips
+                ],
+            )
+    return run_id
+
+
+def _latest_run_id(store: Store, before: int | None = None) -> int | None:
+    query = select(CurationRun.id).order_by(CurationRun.id.desc()).limit(1)
+    if before is not None:
+        query = query.where(CurationRun.id < before)
+    with store.session() as s:
+        found = s.scalars(query).first()
+    return int(found) if found is not None else None
+
+
+def _load_for_diff(store: Store, run_id: int) -> tuple[pd.Series, pd.DataFrame]:
+    with store.session() as s:
+        conn = s.connection()
+        categories = conn.execute(
+            select(CurationCategoryResult.category_id, CurationCategoryResult.polarity).where(
+                CurationCategoryResult.run_id == run_id
+            )
+        ).all()
+        clips = conn.execute(
+            select(CurationClipResult.clip_id, CurationClipResult.localizability, CurationClipResult.candidate).where(
+                CurationClipResult.run_id == run_id
+            )
+        ).all()
+    polarity = pd.Series({c: p for c, p in categories}, dtype=object)
+    frame = pd.DataFrame(clips, columns=["clip", "localizability", "candidate"]).set_index("clip")
+    return polarity, frame
+
+
+def _diff_with_keys(store: Store, diff: RunDiff) -> RunDiff:
+    ids = {*diff.entered, *diff.left, *(m.clip for m in diff.largest_moves)}
+    if not ids:
+        return diff
+    with store.session() as s:
+        keys = dict(s.connection().execute(select(Clip.id, Clip.key).where(Clip.id.in_([int(i) for i in ids]))).all())
+    return RunDiff(
+        polarity_changes=diff.polarity_changes,
+        entered=sorted(keys[i] for i in diff.entered),
+        left=sorted(keys[i] for i in diff.left),
+        largest_moves=[model.ScoreMove(keys[m.clip], m.old, m.new) for m in diff.largest_moves],
+        base_run_id=diff.base_run_id,
+    )
+
+
+def run_diff(store: Store, run_a: int, run_b: int, *, top: int = DIFF_TOP_MOVES) -> RunDiff:
+    """What changed from stored run ``run_a`` to stored run ``run_b`` (clips named by key)."""
+    for run_id in (run_a, run_b):
+        with store.session() as s:
+            if s.get(CurationRun, run_id) is None:
+                raise AglwError(f"no curation run {run_id}; `aglw fit` lists stored runs")
+    old_polarity, old_clips = _load_for_diff(store, run_a)
+    new_polarity, new_clips = _load_for_diff(store, run_b)
+    diff = model.diff_runs(old_polarity, old_clips, new_polarity, new_clips, top=top)
+    diff.base_run_id = run_a
+    return _diff_with_keys(store, diff)
+
+
+def list_runs(store: Store) -> list[RunInfo]:
+    """Every stored curation run, oldest first."""
+    with store.session() as s:
+        runs = s.scalars(select(CurationRun).order_by(CurationRun.id)).all()
+    return [
+        RunInfo(
+            id=int(r.id), created_at=r.created_at, alm_run_id=r.alm_run_id, input_fingerprint=r.input_fingerprint,
+            parameters=dict(r.parameters or {}), summary=dict(r.summary or {}),
+        )
+        for r in runs
+    ]
+
+
+def latest_run_id(store: Store) -> int | None:
+    """The id of the most recent stored run, or None."""
+    return _latest_run_id(store)
+
+
+def load_run_clips(store: Store, run_id: int) -> pd.DataFrame:
+    """A stored run's per-clip results with clip metadata (plain DataFrame indexed by clip id).
+
+    Columns: ``key``, ``localizability``, ``percentile``, ``candidate``,
+    ``quality_flags`` plus every AGL1K field of the clip.
+    """
+    with store.session() as s:
+        if s.get(CurationRun, run_id) is None:
+            raise AglwError(f"no curation run {run_id}; run `aglw fit` first")
+        rows = s.connection().execute(
+            select(
+                CurationClipResult.clip_id, Clip.key, CurationClipResult.localizability,
+                CurationClipResult.percentile, CurationClipResult.candidate, CurationClipResult.quality_flags,
+                Clip.continent, Clip.human_sounds,
+            )
+            .join(Clip, Clip.id == CurationClipResult.clip_id)
+            .where(CurationClipResult.run_id == run_id)
+        ).all()
+    frame = pd.DataFrame(
+        rows,
+        columns=["clip", "key", "localizability", "percentile", "candidate", "quality_flags", "continent", "human_sounds"],
+    ).set_index("clip")
+    frame["candidate"] = frame["candidate"].astype(bool)
+    frame["localizability"] = frame["localizability"].astype(float)
+    return frame
+
+
+def run_info(store: Store, run_id: int) -> RunInfo:
+    """One stored run's parameters and summary."""
+    with store.session() as s:
+        r = s.get(CurationRun, run_id)
+        if r is None:
+            raise AglwError(f"no curation run {run_id}; run `aglw fit` first")
+        return RunInfo(
+            id=int(r.id), created_at=r.created_at, alm_run_id=r.alm_run_id, input_fingerprint=r.input_fingerprint,
+            parameters=dict(r.parameters or {}), summary=dict(r.summary or {}),
+        )
+
+
+__all__ = [
+    "CategoryResult", "ClipResult", "FitResult", "RunInfo", "WhatIf", "build_fit_frame", "fit",
+    "latest_run_id", "list_runs", "load_run_clips", "run_diff", "run_info",
+]
