@@ -1,0 +1,1 @@
+"""Agreement studies: human experts vs LLM judges (coefficients, cluster bootstrap, export bundle)."""

@@ -1,0 +1,78 @@
+"""`aglw` commands: agreement."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from workbench.cli.context import app_context, emit_json, say
+from workbench.errors import AglwError
+
+
+def register(app: typer.Typer) -> None:
+    """Add this module's commands to the root app."""
+
+    @app.command("agreement")
+    def agreement(
+        ctx: typer.Context,
+        out: Optional[Path] = typer.Option(None, "--out", help="Write the project's agreement bundle into DIR."),
+        ratings: Optional[Path] = typer.Option(
+            None, "--ratings", help="Agreement of a long-format CSV with columns unit,rater,value (no project)."
+        ),
+        level: str = typer.Option("nominal", "--level", help="nominal | ordinal | interval (with --ratings)."),
+        bootstrap: int = typer.Option(2000, "--bootstrap", help="Cluster-bootstrap resamples over clips (B)."),
+        seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
+        reveal_annotators: bool = typer.Option(
+            False, "--reveal-annotators", help="Name experts by name instead of pseudonym in the bundle."
+        ),
+        ontology: Optional[Path] = typer.Option(
+            None, "--ontology", help="AudioSet ontology.json for the root-category breakdown (default: $AGLW_ONTOLOGY)."
+        ),
+        alm: Optional[str] = typer.Option(None, "--alm", help="ALM whose judged reasoning is studied (default: latest)."),
+    ) -> None:
+        """Agreement study: the project bundle (--out) or any ratings CSV (--ratings)."""
+        from workbench.agreement import service
+
+        context = app_context(ctx)
+        if (out is None) == (ratings is None):
+            raise AglwError("pass exactly one of --out DIR (project bundle) or --ratings FILE.csv")
+        if ratings is not None:
+            frame = service.read_ratings_csv(ratings, level)
+            result = service.agreement_from_ratings(frame, level)
+            if context.json:
+                emit_json(result)
+            else:
+                _print_ratings(result)
+            return
+        from workbench.agreement.units import roots_from_ontology
+
+        ontology_path = ontology or (Path(os.environ["AGLW_ONTOLOGY"]) if os.environ.get("AGLW_ONTOLOGY") else None)
+        roots = roots_from_ontology(ontology_path) if ontology_path is not None else None
+        if roots is None:
+            say("no AudioSet ontology given (--ontology or $AGLW_ONTOLOGY): the root-category breakdown is skipped")
+        say(f"agreement: cluster bootstrap B = {bootstrap}, seed = {seed} ...")
+        manifest = service.export_agreement(
+            context.store(), out, bootstrap=bootstrap, seed=seed, reveal_annotators=reveal_annotators,
+            category_roots=roots, alm_model=alm,
+        )
+        if context.json:
+            emit_json({"out": str(out), **manifest.to_dict()})
+        else:
+            say(f"wrote {len(manifest.files) + 1} files to {out} ({manifest.n_ratings} ratings, "
+                f"fingerprint {manifest.data_fingerprint[:12]})")
+
+
+def _print_ratings(result: dict) -> None:
+    def fmt(value: object) -> str:
+        return "undefined" if value is None else f"{value:.4f}"
+
+    say(f"units: {result['n_units']}, raters: {', '.join(result['raters'])}")
+    for key in ("percent_agreement", "fleiss_kappa", "krippendorff_alpha", "gwet_ac1", "icc2_1", "icc3_1"):
+        if key in result:
+            say(f"{key}: {fmt(result[key])}")
+    for key in ("cohen_kappa", "weighted_kappa_linear", "weighted_kappa_quadratic"):
+        for pair, value in result.get(key, {}).items():
+            say(f"{key} {pair}: {fmt(value)}")
