@@ -1,0 +1,151 @@
+"""Review service: browser rows, queue rule, clip detail, blind-mode rule."""
+
+from __future__ import annotations
+
+import pytest
+
+from storage.models import (
+    AlmRun,
+    Clip,
+    CurationClipResult,
+    CurationRun,
+    Dataset,
+    JudgeRun,
+    Judgment,
+    MediaRoot,
+    Prediction,
+    Tag,
+    TaggerRun,
+)
+from workbench.labels import LabelService
+from workbench.review import (
+    ClipRow,
+    ReviewService,
+    judge_disagreement,
+    labels_entered,
+    review_queue,
+)
+
+
+def _row(clip_id: int, key: str, *, status: str = "unreviewed", disagreement=None, score=None) -> ClipRow:
+    return ClipRow(
+        clip_id=clip_id, key=key, title="", country=None, continent=None, speech=None, review_status=status,
+        judge_disagreement=disagreement, localizability=score, percentile=None, theta=0.1, quality_flags=(),
+        is_demo=False, duration_s=None,
+    )
+
+
+def test_judge_disagreement_is_mean_range_over_categories() -> None:
+    assert judge_disagreement({"a": [0, 3, 1], "b": [2, 2, None], "c": [1]}) == pytest.approx(0.5)
+    assert judge_disagreement({"a": [2, None]}) is None
+    assert judge_disagreement({}) is None
+
+
+def test_review_queue_order_follows_its_rule() -> None:
+    rows = [
+        _row(1, "done-high", status="reviewed", disagreement=1.0, score=0.1),
+        _row(2, "low", disagreement=0.2, score=0.1),
+        _row(3, "high-far", disagreement=0.6, score=0.9),
+        _row(4, "high-near", disagreement=0.6, score=0.05),
+        _row(5, "none", disagreement=None, score=0.1),
+        _row(6, "high-unscored", disagreement=0.6, score=None),
+        _row(7, "a-tie", disagreement=0.2, score=0.1),
+    ]
+    order = [r.key for r in review_queue(rows)]
+    assert order == ["high-near", "high-far", "high-unscored", "a-tie", "low", "none", "done-high"]
+
+
+@pytest.fixture
+def project(store, tmp_path):  # type: ignore[no-untyped-def]
+    media = tmp_path / "media"
+    media.mkdir()
+    (media / "one.wav").write_bytes(b"")
+    with store.write() as s:
+        ds = Dataset(name="t")
+        s.add(ds)
+        s.flush()
+        s.add(MediaRoot(dataset_id=ds.id, path=str(media)))
+        c1 = Clip(dataset_id=ds.id, key="k1", title="<b>t</b>", description="a<br />b<script>x()</script>",
+                  latitude=48.8566, longitude=2.3522, human_sounds=0.0, audio_path="one.wav", country="France")
+        c2 = Clip(dataset_id=ds.id, key="k2", audio_path="../escape.wav", human_sounds=0.5)
+        s.add(c1)
+        s.add(c2)
+        alm = AlmRun(model="m")
+        tagger = TaggerRun(model_name="mn10", status="done", parameters={"class_names": {"/m/a": "Alpha"}})
+        s.add(alm)
+        s.add(tagger)
+        s.flush()
+        s.add(Prediction(alm_run_id=alm.id, clip_id=c1.id, question_id="k1", predicted_latitude="51.5074",
+                         predicted_longitude="-0.1278", reasoning="bells at 0:04"))
+        s.add(Tag(tagger_run_id=tagger.id, clip_id=c1.id, class_index=1, audioset_id="/m/a", probability=0.9))
+        s.add(Tag(tagger_run_id=tagger.id, clip_id=c1.id, class_index=0, audioset_id="/m/09x0r", probability=0.2))
+        old = JudgeRun(judge_name="J1", provider="p", model_id="x", prompt_version="v")
+        new = JudgeRun(judge_name="J1", provider="p", model_id="x", prompt_version="v")
+        other = JudgeRun(judge_name="J2", provider="p", model_id="y", prompt_version="v")
+        for run in (old, new, other):
+            s.add(run)
+        s.flush()
+        s.add(Judgment(judge_run_id=old.id, clip_id=c1.id, category_id="/m/a", contribution=0))
+        s.add(Judgment(judge_run_id=new.id, clip_id=c1.id, category_id="/m/a", contribution=3, evidence="e"))
+        s.add(Judgment(judge_run_id=other.id, clip_id=c1.id, category_id="/m/a", contribution=1))
+        s.add(Judgment(judge_run_id=other.id, clip_id=c1.id, category_id="/m/09x0r", contribution=None,
+                       status="failed"))
+        run = CurationRun(input_fingerprint="f", parameters={"theta": 0.25})
+        s.add(run)
+        s.flush()
+        s.add(CurationClipResult(run_id=run.id, clip_id=c1.id, localizability=0.5, percentile=100.0, candidate=True,
+                                 quality_flags=[{"flag": "clipping", "value": 0.01}]))
+        ids = (c1.id, c2.id)
+    return store, ids
+
+
+def test_clip_rows(project) -> None:  # type: ignore[no-untyped-def]
+    store, (c1, c2) = project
+    labels = LabelService(store)
+    me = labels.ensure_annotator("me")
+    labels.set_category_label(me.id, c1, "/m/a", contribution=2)
+    rows = {r.key: r for r in ReviewService(store, {}, {}).clip_rows(me.id)}
+    first = rows["k1"]
+    # J1 counts with its latest run (3), J2 with 1: range 2 / 3.
+    assert first.judge_disagreement == pytest.approx(2 / 3)
+    assert first.speech is True  # Speech tag 0.2 ≥ 0.15
+    assert first.localizability == 0.5 and first.theta == 0.25
+    assert first.distance_from_theta == pytest.approx(0.25)
+    assert first.quality_flags == ("clipping",)
+    assert first.review_status == "in progress"
+    assert rows["k2"].speech is True and rows["k2"].judge_disagreement is None
+    assert rows["k2"].review_status == "unreviewed"
+    labels.set_clip_label(me.id, c1, decision="accept")
+    rows = {r.key: r for r in ReviewService(store, {}, {}).clip_rows(me.id)}
+    assert rows["k1"].review_status == "reviewed"
+
+
+def test_clip_detail(project) -> None:  # type: ignore[no-untyped-def]
+    store, (c1, c2) = project
+    labels = LabelService(store)
+    me = labels.ensure_annotator("me")
+    other = labels.ensure_annotator("other")
+    labels.set_category_label(other.id, c1, "/m/a", contribution=1)
+    service = ReviewService(store, {}, {})
+    detail = service.clip_detail(c1, me.id)
+    assert detail.description == "a<br />b<script>x()</script>"
+    assert detail.predictions[0].error_km == pytest.approx(343.9, abs=1.0)
+    assert detail.judge_names == ("J1", "J2")
+    alpha = detail.category("/m/a")
+    assert alpha.name == "Alpha"
+    assert alpha.judgments["J1"].contribution == 3 and alpha.judgments["J1"].evidence == "e"
+    assert alpha.consensus == pytest.approx((3 + 1) / 2 / 3)
+    assert [o.annotator_name for o in alpha.other_experts] == ["other"]
+    speech = detail.category("/m/09x0r")
+    assert speech.consensus is None and speech.judgments["J2"].status == "failed"
+    assert [c.category_id for c in detail.categories] == ["/m/a", "/m/09x0r"]
+    assert detail.audio_path is not None and detail.audio_problem is None
+    assert not labels_entered(detail)
+    labels.set_clip_label(me.id, c1, rating=3)
+    detail = service.clip_detail(c1, me.id)
+    assert not labels_entered(detail) and labels_entered(detail, revealed=True)
+    labels.set_category_label(me.id, c1, "/m/a", contribution=2)
+    labels.set_category_label(me.id, c1, "/m/09x0r", contribution=0)
+    assert labels_entered(service.clip_detail(c1, me.id))
+    escaped = service.clip_detail(c2, me.id)
+    assert escaped.audio_path is None and "outside the media roots" in escaped.audio_problem

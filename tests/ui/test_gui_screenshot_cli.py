@@ -1,0 +1,47 @@
+"""`aglw screenshot` and `aglw demo --no-gui` through the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from PySide6.QtGui import QImage
+
+from workbench.cli.main import main
+
+pytestmark = pytest.mark.qt_log_ignore("does not support propagateSizeHints")
+
+
+def assert_not_blank(path) -> None:  # type: ignore[no-untyped-def]
+    image = QImage(str(path)).convertToFormat(QImage.Format.Format_RGB32)
+    assert not image.isNull()
+    pixels = np.frombuffer(image.constBits(), dtype=np.uint32, count=image.width() * image.height())
+    assert len(np.unique(pixels)) > 200  # a painted spectrogram, not a flat window
+
+
+def test_screenshot_of_a_demo_clip(qapp, demo_db, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "shot.png"
+    rc = main(["--db", str(demo_db), "--json", "screenshot", "--clip", "DEMO-0004", "--out", str(out),
+               "--size", "1200x800"])
+    assert rc == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["out"] == str(out) and (payload["width"], payload["height"]) == (1200, 800)
+    assert QImage(str(out)).width() == 1200
+    assert_not_blank(out)
+
+
+def test_screenshot_errors(qapp, demo_db, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["--db", str(demo_db), "screenshot", "--clip", "NOPE", "--out", str(tmp_path / "x.png")]) == 1
+    assert "no clip with key 'NOPE'" in capsys.readouterr().err
+    assert main(["--db", str(demo_db), "screenshot", "--clip", "DEMO-0001", "--out", str(tmp_path / "x.png"),
+                 "--size", "huge"]) == 1
+    assert "--size must look like" in capsys.readouterr().err
+
+
+def test_demo_no_gui_prints_a_summary(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    rc = main(["--json", "demo", "--dir", str(tmp_path / "d"), "--no-gui"])
+    assert rc == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["demo"] is True and payload["layouts"] == ["mono", "stereo", "binaural", "ambix"]
+    assert (tmp_path / "d" / "demo.sqlite").is_file()

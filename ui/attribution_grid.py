@@ -1,0 +1,194 @@
+"""Attribution grid: one row per detected category; judges, consensus, polarity, the expert's label.
+
+The expert's contribution and effect are edited through combo-box delegates; an edit
+is handed to the window as ``editRequested(category_id, field, value)`` and becomes a
+command there (house rule 1). In blind mode the judges' columns are hidden until the
+expert has entered their own labels (:func:`workbench.review.labels_entered`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, Signal
+from PySide6.QtWidgets import QComboBox, QStyledItemDelegate, QTableView, QWidget
+
+from workbench.labels import CONTRIBUTIONS, EFFECTS
+from workbench.review import CategoryRow, ClipDetail
+
+CONTRIBUTION_TEXT = {0: "0 not used", 1: "1 minor", 2: "2 supporting", 3: "3 decisive"}
+_Index = QModelIndex | QPersistentModelIndex
+
+
+class AttributionModel(QAbstractTableModel):
+    """Columns: category, tag p, one per judge, consensus, polarity, your contribution, your effect."""
+
+    editRequested = Signal(str, str, object)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.rows: list[CategoryRow] = []
+        self.judges: list[str] = []
+
+    def set_detail(self, detail: ClipDetail | None) -> None:
+        self.beginResetModel()
+        self.rows = list(detail.categories) if detail else []
+        self.judges = list(detail.judge_names) if detail else []
+        self.endResetModel()
+
+    # column layout
+    def judge_columns(self) -> range:
+        return range(2, 2 + len(self.judges))
+
+    @property
+    def consensus_column(self) -> int:
+        return 2 + len(self.judges)
+
+    @property
+    def polarity_column(self) -> int:
+        return self.consensus_column + 1
+
+    @property
+    def contribution_column(self) -> int:
+        return self.consensus_column + 2
+
+    @property
+    def effect_column(self) -> int:
+        return self.consensus_column + 3
+
+    def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: N802
+        return 0 if parent.isValid() else len(self.rows)
+
+    def columnCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: N802
+        return 0 if parent.isValid() else 6 + len(self.judges)
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:  # noqa: N802
+        if orientation != Qt.Orientation.Horizontal or role != Qt.ItemDataRole.DisplayRole:
+            return None
+        if section in self.judge_columns():
+            return self.judges[section - 2]
+        names = {0: "category", 1: "tag p", self.consensus_column: "consensus", self.polarity_column: "polarity",
+                 self.contribution_column: "your contribution", self.effect_column: "your effect"}
+        return names.get(section)
+
+    def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid():
+            return None
+        row, column = self.rows[index.row()], index.column()
+        if role == Qt.ItemDataRole.EditRole:
+            if column == self.contribution_column:
+                return row.expert_contribution
+            if column == self.effect_column:
+                return row.expert_effect
+            return None
+        if role == Qt.ItemDataRole.ToolTipRole:
+            if column in self.judge_columns():
+                judgment = row.judgments.get(self.judges[column - 2])
+                if judgment is None:
+                    return None
+                if judgment.status != "ok":
+                    return "failed judgment"
+                return f"evidence: {judgment.evidence}" if judgment.evidence else "no evidence quoted"
+            if column == 0:
+                return f"{row.category_id} — {row.root}"
+            return None
+        if role != Qt.ItemDataRole.DisplayRole:
+            return None
+        if column == 0:
+            return row.name
+        if column == 1:
+            return "" if row.tag_probability is None else f"{row.tag_probability:.2f}"
+        if column in self.judge_columns():
+            judgment = row.judgments.get(self.judges[column - 2])
+            if judgment is None:
+                return ""
+            if judgment.status != "ok" or judgment.contribution is None:
+                return "failed"
+            return f"{judgment.contribution} {judgment.effect or ''}".strip()
+        if column == self.consensus_column:
+            return "" if row.consensus is None else f"{row.consensus:.2f}"
+        if column == self.polarity_column:
+            if row.polarity is None:
+                return ""
+            return row.polarity if row.polarity == row.fitted_polarity else f"{row.polarity} (fitted {row.fitted_polarity})"
+        if column == self.contribution_column:
+            return CONTRIBUTION_TEXT.get(row.expert_contribution, "") if row.expert_contribution is not None else ""
+        if column == self.effect_column:
+            return row.expert_effect or ""
+        return None
+
+    def flags(self, index: _Index) -> Qt.ItemFlag:
+        base = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+        if index.column() in (self.contribution_column, self.effect_column):
+            return base | Qt.ItemFlag.ItemIsEditable
+        return base
+
+    def setData(self, index: _Index, value: Any, role: int = Qt.ItemDataRole.EditRole) -> bool:  # noqa: N802
+        """Ask for an edit; the model itself changes only when the window reloads the clip."""
+        if role != Qt.ItemDataRole.EditRole or not index.isValid():
+            return False
+        row = self.rows[index.row()]
+        if index.column() == self.contribution_column:
+            if value == row.expert_contribution:
+                return False
+            self.editRequested.emit(row.category_id, "contribution", value)
+            return True
+        if index.column() == self.effect_column:
+            if value == row.expert_effect:
+                return False
+            self.editRequested.emit(row.category_id, "effect", value)
+            return True
+        return False
+
+
+class ChoiceDelegate(QStyledItemDelegate):
+    """A combo box of fixed choices (value, text); the first entry clears the value."""
+
+    def __init__(self, choices: list[tuple[Any, str]], parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.choices = [(None, "—")] + choices
+
+    def createEditor(self, parent: QWidget, option: Any, index: _Index) -> QWidget:  # noqa: N802
+        editor = QComboBox(parent)
+        for _value, text in self.choices:
+            editor.addItem(text)
+        return editor
+
+    def setEditorData(self, editor: QWidget, index: _Index) -> None:  # noqa: N802
+        current = index.data(Qt.ItemDataRole.EditRole)
+        values = [value for value, _ in self.choices]
+        editor.setCurrentIndex(values.index(current) if current in values else 0)  # type: ignore[attr-defined]
+
+    def setModelData(self, editor: QWidget, model: Any, index: _Index) -> None:  # noqa: N802
+        model.setData(index, self.choices[editor.currentIndex()][0], Qt.ItemDataRole.EditRole)  # type: ignore[attr-defined]
+
+
+class AttributionGrid(QTableView):
+    """The table view with delegates and blind-mode column hiding."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.grid_model = AttributionModel(self)
+        self.setModel(self.grid_model)
+        self.contribution_delegate = ChoiceDelegate([(c, CONTRIBUTION_TEXT[c]) for c in CONTRIBUTIONS], self)
+        self.effect_delegate = ChoiceDelegate([(e, e) for e in EFFECTS], self)
+        self.verticalHeader().setVisible(False)
+        self.horizontalHeader().setStretchLastSection(True)
+        self.setEditTriggers(QTableView.EditTrigger.AllEditTriggers)
+        self.judges_visible = True
+
+    def set_detail(self, detail: ClipDetail | None, *, judges_visible: bool) -> None:
+        self.grid_model.set_detail(detail)
+        for column in range(self.grid_model.columnCount()):
+            self.setItemDelegateForColumn(column, None)  # type: ignore[arg-type]
+        self.setItemDelegateForColumn(self.grid_model.contribution_column, self.contribution_delegate)
+        self.setItemDelegateForColumn(self.grid_model.effect_column, self.effect_delegate)
+        self.set_judges_visible(judges_visible)
+        self.resizeColumnsToContents()
+
+    def set_judges_visible(self, visible: bool) -> None:
+        """Blind mode hides the judges' columns, the consensus and the fitted polarity."""
+        self.judges_visible = visible
+        model = self.grid_model
+        for column in [*model.judge_columns(), model.consensus_column, model.polarity_column]:
+            self.setColumnHidden(column, not visible)

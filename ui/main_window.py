@@ -1,0 +1,376 @@
+"""The review workbench main window: dockable panels, commands, blind mode, remembered layout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QSettings, Qt, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QDockWidget,
+    QHBoxLayout,
+    QLabel,
+    QMainWindow,
+    QPushButton,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from storage import Store
+from workbench.audio.playback import Player
+from workbench.audio.spectrogram import SpectrogramParams
+from workbench.commands import Command, CommandStack, SetCategoryLabel, SetClipLabel, WriteFailed
+from workbench.config import config_dir
+from workbench.labels import AnnotatorInfo, LabelService
+from workbench.review import ClipDetail, ReviewService, labels_entered
+from ui.attribution_grid import AttributionGrid
+from ui.browser import ClipBrowser
+from ui.cockpit import install_cockpit
+from ui.evidence import ClipInfoPanel, ClipPanel, ReasoningView, TagsPanel, plain_label
+from ui.player import PlayerView
+from ui.workers import AudioLoader, AudioRequest, AudioResult
+
+SETTINGS_VERSION = 1
+
+
+def settings_path() -> Path:
+    """The GUI's QSettings file (under the user config dir, so tests are isolated)."""
+    return config_dir() / "gui.ini"
+
+
+def open_settings() -> QSettings:
+    path = settings_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    settings = QSettings(str(path), QSettings.Format.IniFormat)
+    if int(settings.value("version", 0)) < SETTINGS_VERSION:
+        # Version 1 is the first layout; older (absent) files start from the defaults.
+        settings.setValue("version", SETTINGS_VERSION)
+        if settings.value("blind_mode") is None:
+            settings.setValue("blind_mode", True)
+    return settings
+
+
+class ErrorBanner(QWidget):
+    """Shows an unsaved edit's error with a retry button."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setStyleSheet("background-color: #7f1d1d; color: white;")
+        self.message = plain_label()
+        self.retry = QPushButton("Retry save")
+        layout = QHBoxLayout(self)
+        layout.addWidget(self.message, 1)
+        layout.addWidget(self.retry)
+        self.setVisible(False)
+
+
+class MainWindow(QMainWindow):
+    """The review workbench.
+
+    Parameters
+    ----------
+    store
+        The project store.
+    annotator
+        Who is editing (labels and history are theirs).
+    player
+        The playback engine (tests pass one with a NullSink); default: a real audio device on first play.
+    force_sync
+        Load clips inline (deterministic tests) instead of in a worker thread.
+    """
+
+    clipShown = Signal(int)
+    audioShown = Signal(int)
+
+    def __init__(
+        self,
+        store: Store,
+        annotator: AnnotatorInfo,
+        *,
+        player: Player | None = None,
+        force_sync: bool = False,
+    ) -> None:
+        super().__init__()
+        self.store = store
+        self.annotator = annotator
+        self.review = ReviewService(store)
+        self.labels = LabelService(store)
+        self.stack = CommandStack()
+        self.settings = open_settings()
+        self.blind_mode = str(self.settings.value("blind_mode", True)).lower() in ("true", "1")
+        self.revealed: set[int] = set()
+        self.detail: ClipDetail | None = None
+        self.scale = "linear"
+        self.setWindowTitle(f"AGL Workbench — {annotator.name}")
+        self.setObjectName("MainWindow")
+
+        self.player_view = PlayerView(player)
+        self.banner = ErrorBanner()
+        central = QWidget()
+        column = QVBoxLayout(central)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.addWidget(self.banner)
+        column.addWidget(self.player_view, 1)
+        self.setCentralWidget(central)
+
+        self.browser = ClipBrowser()
+        self.tags = TagsPanel()
+        self.reasoning = ReasoningView()
+        self.info = ClipInfoPanel()
+        self.clip_panel = ClipPanel()
+        self.grid = AttributionGrid()
+        evidence = QTabWidget()
+        evidence.addTab(self.reasoning, "Reasoning")
+        evidence.addTab(self.tags, "Tags")
+        evidence.addTab(self.info, "Clip")
+        self.evidence_tabs = evidence
+        clips_dock = self._dock("Clips", self.browser, Qt.DockWidgetArea.LeftDockWidgetArea)
+        evidence_dock = self._dock("Evidence", evidence, Qt.DockWidgetArea.RightDockWidgetArea)
+        self._dock("Judgment", self.clip_panel, Qt.DockWidgetArea.RightDockWidgetArea)
+        grid_dock = self._dock("Attribution", self.grid, Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.resizeDocks([clips_dock, evidence_dock], [430, 420], Qt.Orientation.Horizontal)
+        self.resizeDocks([grid_dock], [220], Qt.Orientation.Vertical)
+
+        self.loader = AudioLoader(self, force_sync=force_sync)
+        self.loader.loaded.connect(self._audio_loaded)
+        self.browser.table.selectionModel().currentRowChanged.connect(self._browser_current_changed)
+        self.reasoning.seekRequested.connect(self.player_view.seek)
+        self.player_view.status.connect(self.show_status)
+        self.player_view.scaleChanged.connect(self._scale_changed)
+        self.grid.grid_model.editRequested.connect(self._grid_edit)
+        self.clip_panel.ratingChanged.connect(lambda v: self._clip_edit(rating=v))
+        self.clip_panel.decisionChanged.connect(lambda v: self._clip_edit(decision=v))
+        self.clip_panel.noteChanged.connect(lambda v: self._clip_edit(note=v))
+        self.clip_panel.revealRequested.connect(self.reveal_current)
+        self.banner.retry.clicked.connect(self.retry_pending)
+        self.stack.subscribe(self._stack_changed)
+        self._make_actions()
+        self.statusBar().showMessage(f"annotator {annotator.name}")
+
+        geometry = self.settings.value("geometry")
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        else:
+            self.resize(1500, 950)
+        state = self.settings.value("window_state")
+        if state is not None:
+            self.restoreState(state)
+        self.reload_rows()
+        install_cockpit(self)
+
+    # ------------------------------------------------------------------ construction
+
+    def _dock(self, title: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
+        dock = QDockWidget(title, self)
+        dock.setObjectName(f"dock-{title}")
+        dock.setWidget(widget)
+        self.addDockWidget(area, dock)
+        return dock
+
+    def _make_actions(self) -> None:
+        def action(text: str, keys: list[str], slot) -> QAction:  # type: ignore[no-untyped-def]
+            act = QAction(text, self)
+            act.setShortcuts([QKeySequence(k) for k in keys])
+            act.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+            act.triggered.connect(slot)
+            self.addAction(act)
+            return act
+
+        pv = self.player_view
+        self.play_action = action("Play/pause", ["Space"], pv.toggle_play)
+        action("Back 5 s", ["Left"], lambda: pv.seek_by(-5.0))
+        action("Forward 5 s", ["Right"], lambda: pv.seek_by(5.0))
+        action("Loop region", ["L"], pv.toggle_loop)
+        for channel in range(4):
+            action(f"Solo channel {channel + 1}", [str(channel + 1)], lambda _=False, c=channel: pv.solo(c))
+        action("All channels", ["0"], lambda: pv.solo(None))
+        action("Next clip", ["J", "PgDown"], lambda: self.step_clip(1))
+        action("Previous clip", ["K", "PgUp"], lambda: self.step_clip(-1))
+        self.undo_action = action("Undo", ["Ctrl+Z"], self.undo)
+        self.redo_action = action("Redo", ["Ctrl+Shift+Z", "Ctrl+Y"], self.redo)
+        self.blind_action = QAction("Blind mode", self)
+        self.blind_action.setCheckable(True)
+        self.blind_action.setChecked(self.blind_mode)
+        self.blind_action.toggled.connect(self.set_blind_mode)
+        menu = self.menuBar().addMenu("&Review")
+        for act in (self.play_action, self.undo_action, self.redo_action, self.blind_action):
+            menu.addAction(act)
+        self._stack_changed()
+
+    # ------------------------------------------------------------------ clips
+
+    def reload_rows(self) -> None:
+        self.browser.set_rows(self.review.clip_rows(self.annotator.id))
+
+    def _browser_current_changed(self, current, _previous) -> None:  # type: ignore[no-untyped-def]
+        clip_id = self.browser.current_clip_id()
+        if clip_id is not None and (self.detail is None or self.detail.clip_id != clip_id):
+            self.open_clip(clip_id)
+
+    def step_clip(self, delta: int) -> None:
+        self.browser.step(delta)
+
+    def open_clip(self, clip_id: int) -> None:
+        """Show a clip: text panels at once, audio views when the worker is done."""
+        generation = self.loader.next_generation()
+        self.detail = self.review.clip_detail(clip_id, self.annotator.id)
+        detail = self.detail
+        self.player_view.clear(f"loading {detail.key}…")
+        self._show_detail()
+        self.player_view.set_timelines(detail.timelines)
+        self.player_view.set_time_references([ref.seconds for ref in self.reasoning.references])
+        if self.browser.current_clip_id() != clip_id:
+            self.browser.select_clip(clip_id)
+        self.clipShown.emit(clip_id)
+        if detail.audio_path is None:
+            self.player_view.clear(detail.audio_problem or "no audio")
+            self.show_status(detail.audio_problem or "no audio for this clip")
+            return
+        params = SpectrogramParams(scale=self.scale)  # type: ignore[arg-type]
+        self.loader.submit(AudioRequest(generation, clip_id, detail.audio_path, detail.layout, params))
+
+    def _show_detail(self) -> None:
+        detail = self.detail
+        visible = self.judges_visible()
+        names = [row.name for row in detail.categories] if detail else []
+        reasoning = detail.predictions[0].reasoning if detail and detail.predictions else ""
+        self.reasoning.set_reasoning(reasoning, names)
+        self.tags.set_tags(detail.tags if detail else [])
+        self.info.set_detail(detail)
+        self.clip_panel.set_detail(detail, show_others=visible)
+        self.clip_panel.reveal.setEnabled(bool(detail) and not visible)
+        self.grid.set_detail(detail, judges_visible=visible)
+
+    def _audio_loaded(self, result: AudioResult) -> None:
+        if self.detail is None or result.clip_id != self.detail.clip_id:
+            return
+        if result.error:
+            self.player_view.clear(result.error)
+            self.show_status(result.error)
+            return
+        if result.stage == "spectrogram":
+            self.player_view.set_spectrogram(result.clip_id, result.pyramid, result.envelope)
+            return
+        if self.player_view.spectrogram_clip_id != result.clip_id:
+            self.player_view.set_spectrogram(result.clip_id, result.pyramid, result.envelope)
+        self.player_view.set_audio(result.clip_id, result.samples, result.sample_rate, self.detail.layout)
+        self.player_view.set_direction(result.direction)
+        self.audioShown.emit(result.clip_id)
+
+    def _scale_changed(self, scale: str) -> None:
+        self.scale = scale
+        if self.detail is not None:
+            self.open_clip(self.detail.clip_id)
+
+    # ------------------------------------------------------------------ blind mode
+
+    def judges_visible(self) -> bool:
+        """Judges and other experts are visible unless blind mode hides them (see labels_entered)."""
+        if not self.blind_mode or self.detail is None:
+            return True
+        return labels_entered(self.detail, revealed=self.detail.clip_id in self.revealed)
+
+    def set_blind_mode(self, on: bool) -> None:
+        self.blind_mode = on
+        self.settings.setValue("blind_mode", on)
+        self._show_detail()
+
+    def reveal_current(self) -> None:
+        """Blind mode: reveal the judges once the clip is rated."""
+        if self.detail is None:
+            return
+        if self.detail.own_label.rating is None:
+            self.show_status("rate the clip (1–5) before revealing the judges")
+            return
+        self.revealed.add(self.detail.clip_id)
+        self._show_detail()
+
+    # ------------------------------------------------------------------ commands
+
+    def _grid_edit(self, category_id: str, field: str, value: object) -> None:
+        if self.detail is None:
+            return
+        self.execute(SetCategoryLabel(self.labels, self.annotator.id, self.detail.clip_id, category_id, **{field: value}))
+
+    def _clip_edit(self, **values: object) -> None:
+        if self.detail is None:
+            return
+        self.execute(SetClipLabel(self.labels, self.annotator.id, self.detail.clip_id, **values))
+
+    def execute(self, command: Command) -> bool:
+        """Run a command through the stack; on a failed write it stays pending with a visible error."""
+        try:
+            self.stack.push(command)
+        except WriteFailed as exc:
+            self._show_write_error(str(exc))
+            return False
+        self.show_status(f"saved: {command.description}")
+        self._refresh()
+        return True
+
+    def undo(self) -> None:
+        try:
+            command = self.stack.undo()
+        except WriteFailed as exc:
+            self._show_write_error(str(exc))
+            return
+        if command is not None:
+            self.show_status(f"undone: {command.description}")
+            self._refresh()
+
+    def redo(self) -> None:
+        try:
+            command = self.stack.redo()
+        except WriteFailed as exc:
+            self._show_write_error(str(exc))
+            return
+        if command is not None:
+            self.show_status(f"redone: {command.description}")
+            self._refresh()
+
+    def retry_pending(self) -> None:
+        try:
+            saved = self.stack.retry_pending()
+        except WriteFailed as exc:
+            self._show_write_error(str(exc))
+            return
+        self.show_status(f"saved {saved} pending edit(s)")
+        self._refresh()
+
+    def _show_write_error(self, message: str) -> None:
+        self.banner.message.setText(f"{message} ({len(self.stack.pending)} edit(s) pending)")
+        self.banner.setVisible(True)
+        self.show_status(message)
+
+    def _stack_changed(self) -> None:
+        self.undo_action.setEnabled(self.stack.can_undo)
+        self.redo_action.setEnabled(self.stack.can_redo)
+        self.undo_action.setText(f"Undo {self.stack.undo_text}" if self.stack.undo_text else "Undo")
+        self.redo_action.setText(f"Redo {self.stack.redo_text}" if self.stack.redo_text else "Redo")
+        if not self.stack.pending and self.stack.last_error is None:
+            self.banner.setVisible(False)
+
+    def _refresh(self) -> None:
+        """Re-read the current clip's labels and the browser rows after an edit."""
+        if self.detail is not None:
+            self.detail = self.review.clip_detail(self.detail.clip_id, self.annotator.id)
+            self._show_detail()
+        self.reload_rows()
+
+    # ------------------------------------------------------------------ misc
+
+    def show_status(self, message: str) -> None:
+        self.statusBar().showMessage(message, 10_000)
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt override
+        self.shutdown()
+        super().closeEvent(event)
+
+    def shutdown(self) -> None:
+        """Cancel running work, join the workers, release audio, remember the layout."""
+        self.loader.shutdown()
+        self.player_view.shutdown()
+        self.settings.setValue("geometry", self.saveGeometry())
+        self.settings.setValue("window_state", self.saveState())
+        self.settings.sync()

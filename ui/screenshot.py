@@ -1,0 +1,51 @@
+"""Render the main window with one clip open, off-screen, to a PNG (`aglw screenshot`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QCoreApplication, QEventLoop
+
+from storage import open_store
+from workbench.audio.playback import NullSink, Player
+from workbench.errors import AglwError
+from workbench.labels import LabelService
+
+
+def render_screenshot(db: str, clip_key: str, out: Path, size: tuple[int, int] = (1600, 1000),
+                      annotator: str = "screenshot", view: str = "review") -> Path:
+    """Open ``clip_key`` of project ``db`` in the main window and save ``window.grab()`` as PNG.
+
+    The clip's audio is loaded synchronously so the picture shows the spectrogram and
+    direction view; nothing is played (a silent sink). ``view`` other than ``review`` saves
+    that cockpit view (curation, map, selection, leaderboard, agreement) instead, with the clip open.
+    """
+    from ui.app import ensure_application
+    from ui.main_window import MainWindow
+
+    app = ensure_application(offscreen_if_headless=True)
+    store = open_store(db)
+    window = None
+    try:
+        info = LabelService(store).ensure_annotator(annotator)
+        window = MainWindow(store, info, player=Player(NullSink()), force_sync=True)
+        window.resize(*size)
+        window.show()
+        window.open_clip(window.review.clip_id_for_key(clip_key))
+        for _ in range(3):
+            app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
+        out = Path(out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        target = window if view == "review" else window.cockpit.detach(view, size)
+        for _ in range(3):
+            app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
+        if not target.grab().save(str(out), "PNG"):
+            raise AglwError(f"{out}: could not write the PNG; check the folder is writable")
+        return out
+    finally:
+        if window is not None:
+            window.shutdown()
+            window.close()
+            window.deleteLater()
+            QCoreApplication.sendPostedEvents(None, 0)
+        store.dispose()

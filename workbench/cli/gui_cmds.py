@@ -1,0 +1,96 @@
+"""`aglw` commands: gui, screenshot, demo.
+
+The Qt code lives in ``ui/``; these commands import it lazily (``importlib``) inside the
+command functions, so ``workbench`` never imports Qt (import-linter contract).
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from workbench.cli.context import app_context, emit_json, say
+from workbench.errors import AglwError
+
+
+SCREENSHOT_VIEWS = ("review", "curation", "map", "selection", "leaderboard", "agreement")
+
+
+def _parse_size(text: str) -> tuple[int, int]:
+    match = re.fullmatch(r"\s*(\d{2,5})\s*[xX×]\s*(\d{2,5})\s*", text)
+    if not match:
+        raise AglwError(f"--size must look like 1600x1000, got {text!r}")
+    width, height = int(match.group(1)), int(match.group(2))
+    if not (200 <= width <= 8000 and 200 <= height <= 8000):
+        raise AglwError(f"--size {text}: width and height must lie between 200 and 8000 pixels")
+    return width, height
+
+
+def register(app: typer.Typer) -> None:
+    """Add this module's commands to the root app."""
+
+    @app.command("gui")
+    def gui(ctx: typer.Context, clip: Optional[str] = typer.Option(None, "--clip", help="Open this clip key.")) -> None:
+        """Open the desktop review workbench."""
+        context = app_context(ctx)
+        code = importlib.import_module("ui.app").run_gui(context.db, context.annotator, clip_key=clip)
+        raise typer.Exit(code)
+
+    @app.command("screenshot")
+    def screenshot(
+        ctx: typer.Context,
+        clip: str = typer.Option(..., "--clip", help="Key of the clip to open."),
+        out: Path = typer.Option(..., "--out", help="PNG file to write."),
+        size: str = typer.Option("1600x1000", "--size", help="Window size WxH."),
+        view: str = typer.Option(
+            "review", "--view", help="What to render: review|curation|map|selection|leaderboard|agreement."
+        ),
+    ) -> None:
+        """Render the main window with a clip open, off-screen, to a PNG."""
+        context = app_context(ctx)
+        width, height = _parse_size(size)
+        if view not in SCREENSHOT_VIEWS:
+            raise AglwError(f"--view {view!r}: use one of {'|'.join(SCREENSHOT_VIEWS)}")
+        path = importlib.import_module("ui.screenshot").render_screenshot(
+            context.db, clip, out, (width, height), annotator=context.annotator or "screenshot", view=view
+        )
+        if context.json:
+            emit_json({"clip": clip, "out": str(path), "width": width, "height": height, "view": view})
+        else:
+            say(f"wrote {path}")
+
+    @app.command("demo")
+    def demo(
+        ctx: typer.Context,
+        directory: Path = typer.Option(Path("demo-project"), "--dir", help="Where to write the demo project."),
+        no_gui: bool = typer.Option(False, "--no-gui", help="Only generate it and print a summary."),
+        overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing demo project there."),
+    ) -> None:
+        """Generate a demo project offline (synthetic DEMO data) and open the GUI on it."""
+        from workbench.demo import create_demo_project
+
+        context = app_context(ctx)
+        summary = create_demo_project(directory, overwrite=overwrite)
+        payload = {
+            "db": str(summary.db_path),
+            "media_root": str(summary.media_root),
+            "clips": list(summary.clip_keys),
+            "layouts": list(summary.layouts),
+            "judges": list(summary.judges),
+            "curation_run_id": summary.curation_run_id,
+            "demo": True,
+        }
+        if context.json:
+            emit_json(payload)
+        else:
+            say(f"DEMO project written to {summary.db_path} ({len(summary.clip_keys)} synthetic clips: "
+                f"{', '.join(summary.layouts)}; judges {', '.join(summary.judges)})")
+        if not no_gui:
+            code = importlib.import_module("ui.app").run_gui(
+                str(summary.db_path), context.annotator or "demo-expert"
+            )
+            raise typer.Exit(code)
