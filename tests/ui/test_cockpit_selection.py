@@ -1,0 +1,52 @@
+"""Selection builder: the counts match `aglw select` for the same parameters; export writes CSV + manifest."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from tests.storage.test_curation_fixtures import add_annotator, set_clip_label
+from tests.storage.test_curation_selection_export import project
+from ui.cockpit.selection_view import SelectionView
+from workbench.cli.main import main
+from workbench.curation import service
+from workbench.curation.export import manifest_path_for
+from workbench.curation.model import FitParameters
+
+
+def test_builder_counts_match_aglw_select_and_export(qtbot, store, sqlite_path, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    ids = project(store)
+    expert = add_annotator(store, "erin")
+    set_clip_label(store, expert, ids["clip_00"], decision="reject")
+    set_clip_label(store, expert, ids["clip_11"], decision="accept")
+    service.fit(store, FitParameters(n_min=1))
+    twin = tmp_path / "twin.sqlite"
+    store.dispose()
+    shutil.copy(sqlite_path, twin)
+
+    assert main(["--db", str(twin), "--json", "select", "--size", "6"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+
+    view = SelectionView(store)
+    qtbot.addWidget(view)
+    view.size.setValue(6)
+    before = view.count_rows()
+    assert before["total"] == ("11", "")  # 12 clips, one rejected
+    assert before["expert accepts"] == ("1", "") and before["expert rejects"] == ("1", "")
+    result = view.build()
+    assert result is not None and result.keys == cli["keys"] and result.counts == cli["counts"]
+    rows = view.count_rows()
+    assert rows["total"][1] == str(cli["counts"]["selected"]) == "6"
+    assert rows["speech"][1] == str(cli["counts"]["speech"]) and rows["no speech"][1] == str(cli["counts"]["no_speech"])
+    for continent, n in cli["counts"]["by_continent"].items():
+        assert rows[f"continent: {continent}"][1] == str(n)
+    assert rows["expert accepts"][1] == "1" and rows["expert rejects"][1] == "1"
+    assert [view.decisions.item(i).text() for i in range(view.decisions.count())] == ["reject: clip_00", "accept: clip_11"]
+    assert [view.chosen.item(i).text() for i in range(view.chosen.count())] == cli["keys"]
+
+    exported = view.export_to(tmp_path / "out.csv")
+    assert exported is not None and exported.n_rows == 6
+    manifest = json.loads(manifest_path_for(tmp_path / "out.csv").read_text())
+    assert manifest["selection_id"] == result.selection_id and manifest["n_rows"] == 6
+    assert manifest["counts"] == cli["counts"]
+    assert len((tmp_path / "out.csv").read_text().splitlines()) == 7

@@ -1,0 +1,436 @@
+"""Curation view: fit parameters with a live what-if preview, the category table with forced
+polarities (commands with undo), run history and the diff between any two runs.
+
+A preview never stores a run (``fit(..., preview=True)``); "what if" polarities live only
+in this view until the user forces them for real, which records a
+:class:`workbench.commands.SetCategoryPolarity` through the main window's command stack.
+Clips named in a diff are links: activating one asks the review workbench to open it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QSpinBox,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from storage import Store
+from workbench.commands import Command, CommandStack, SetCategoryPolarity
+from workbench.curation import service
+from workbench.curation.model import FitParameters, RunDiff
+from workbench.errors import AglwError
+from workbench.labels import LabelService
+from workbench.metrics.service import model_names
+
+CATEGORY_COLUMNS = ["Category", "Name", "a", "ā", "Support", "Fitted", "Polarity", "Forced by expert"]
+PREVIEW_DELAY_MS = 250
+CLIP_KEY_ROLE = Qt.ItemDataRole.UserRole + 1
+
+
+def _plain(text: str = "") -> QLabel:
+    label = QLabel(text)
+    label.setTextFormat(Qt.TextFormat.PlainText)
+    label.setWordWrap(True)
+    return label
+
+
+class DiffTree(QTreeWidget):
+    """A run diff: flipped categories, clips entering / leaving the candidates, largest moves.
+
+    Signals
+    -------
+    clipActivated(str)
+        The key of a clip the user activated (double click / Enter).
+    """
+
+    clipActivated = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setHeaderLabels(["Change", "Detail"])
+        self.header().setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+        self.itemActivated.connect(self._activated)
+        self.diff: RunDiff | None = None
+
+    def set_diff(self, diff: RunDiff | None, title: str = "") -> None:
+        self.clear()
+        self.diff = diff
+        if diff is None:
+            QTreeWidgetItem(self, [title or "no run to compare with", ""])
+            return
+        flips = QTreeWidgetItem(self, [f"Categories that flipped ({len(diff.polarity_changes)})", title])
+        for change in diff.polarity_changes:
+            QTreeWidgetItem(flips, [change.category, f"{change.old} → {change.new}"])
+        for label, keys in (("Entered the candidates", diff.entered), ("Left the candidates", diff.left)):
+            group = QTreeWidgetItem(self, [f"{label} ({len(keys)})", ""])
+            for key in keys:
+                self._clip_item(group, str(key), "open in review")
+        moves = QTreeWidgetItem(self, [f"Largest moves ({len(diff.largest_moves)})", ""])
+        for move in diff.largest_moves:
+            self._clip_item(moves, str(move.clip), f"{move.old:+.3f} → {move.new:+.3f}")
+        self.expandAll()
+
+    @staticmethod
+    def _clip_item(parent: QTreeWidgetItem, key: str, detail: str) -> None:
+        item = QTreeWidgetItem(parent, [key, detail])
+        item.setData(0, CLIP_KEY_ROLE, key)
+        item.setForeground(0, Qt.GlobalColor.blue)
+        item.setToolTip(0, "double-click to open this clip in the review workbench")
+
+    def _activated(self, item: QTreeWidgetItem, _column: int) -> None:
+        key = item.data(0, CLIP_KEY_ROLE)
+        if key:
+            self.clipActivated.emit(str(key))
+
+
+class CurationView(QWidget):
+    """Parameters, live preview, category table with forced polarities, runs and diffs.
+
+    Parameters
+    ----------
+    store
+        The project.
+    annotator_id
+        Who forces polarities (their CategoryPolarity rows).
+    stack
+        The main window's command stack (undo/redo is shared with the review edits).
+    execute
+        Runs a command through the stack and reports errors (the main window's ``execute``);
+        default: push onto ``stack`` directly.
+    live
+        Re-preview automatically (debounced) when a parameter changes.
+
+    Signals
+    -------
+    clipActivated(str)
+        A clip key to open in the review workbench.
+    runStored(int)
+        A stored fit's run id.
+    """
+
+    clipActivated = Signal(str)
+    runStored = Signal(int)
+
+    def __init__(
+        self,
+        store: Store,
+        annotator_id: int,
+        stack: CommandStack,
+        *,
+        execute: Callable[[Command], bool] | None = None,
+        live: bool = True,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.store = store
+        self.annotator_id = annotator_id
+        self.stack = stack
+        self.labels = LabelService(store)
+        self._execute = execute
+        self.live = live
+        self.what_if: dict[str, str] = {}
+        self.preview: service.FitResult | None = None
+        self.preview_count = 0
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(PREVIEW_DELAY_MS)
+        self._timer.timeout.connect(self.preview_now)
+
+        self.gamma = self._double(1000.0, 1.0, 20_000.0, 50.0, 0, " km")
+        self.alpha = self._double(0.05, 0.0, 1.0, 0.01, 3)
+        self.theta = self._double(0.0, -3.0, 3.0, 0.05, 3)
+        self.tau = self._double(0.15, 0.0, 1.0, 0.01, 3)
+        self.n_min = QSpinBox()
+        self.n_min.setRange(1, 10_000)
+        self.n_min.setValue(5)
+        self.n_min.valueChanged.connect(self.schedule_preview)
+        self.rollup = QComboBox()
+        self.rollup.addItems(["leaf", "root"])
+        self.rollup.currentTextChanged.connect(self.schedule_preview)
+        self.alm = QComboBox()
+        self.alm.addItem("(judged ALM)", None)
+        self.alm.currentIndexChanged.connect(self.schedule_preview)
+        form = QFormLayout()
+        form.addRow("γ (success threshold)", self.gamma)
+        form.addRow("α (margin a vs ā)", self.alpha)
+        form.addRow("θ (candidate threshold)", self.theta)
+        form.addRow("τ (tag threshold)", self.tau)
+        form.addRow("n_min (support)", self.n_min)
+        form.addRow("Roll-up level", self.rollup)
+        form.addRow("Reference ALM", self.alm)
+        self.preview_button = QPushButton("Preview")
+        self.preview_button.clicked.connect(self.preview_now)
+        self.fit_button = QPushButton("Fit and store run")
+        self.fit_button.clicked.connect(self.fit_and_store)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.preview_button)
+        buttons.addWidget(self.fit_button)
+        params_box = QGroupBox("Fit parameters")
+        params_layout = QVBoxLayout(params_box)
+        params_layout.addLayout(form)
+        params_layout.addLayout(buttons)
+        self.summary = _plain("no preview yet")
+
+        self.table = QTableWidget(0, len(CATEGORY_COLUMNS))
+        self.table.setHorizontalHeaderLabels(CATEGORY_COLUMNS)
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QTableWidget.SelectionMode.SingleSelection)
+        self.table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        self.what_if_mode = QCheckBox("What-if only (preview, nothing recorded)")
+        force_row = QHBoxLayout()
+        force_row.addWidget(QLabel("Force selected category:"))
+        for polarity, text in (("P", "P"), ("N", "N"), ("neutral", "neutral"), (None, "fitted")):
+            button = QPushButton(text)
+            button.clicked.connect(lambda _=False, p=polarity: self.force_selected(p))
+            force_row.addWidget(button)
+        force_row.addWidget(self.what_if_mode)
+        force_row.addStretch(1)
+
+        self.preview_diff = DiffTree()
+        self.runs = QTableWidget(0, 4)
+        self.runs.setHorizontalHeaderLabels(["Run", "Created", "Candidates", "θ"])
+        self.runs.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.runs.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        self.run_a = QComboBox()
+        self.run_b = QComboBox()
+        self.diff_button = QPushButton("Diff")
+        self.diff_button.clicked.connect(self.show_run_diff)
+        diff_row = QHBoxLayout()
+        diff_row.addWidget(QLabel("from run"))
+        diff_row.addWidget(self.run_a)
+        diff_row.addWidget(QLabel("to run"))
+        diff_row.addWidget(self.run_b)
+        diff_row.addWidget(self.diff_button)
+        self.run_diff = DiffTree()
+        for tree in (self.preview_diff, self.run_diff):
+            tree.clipActivated.connect(self.clipActivated)
+
+        left = QWidget()
+        left_layout = QVBoxLayout(left)
+        left_layout.addWidget(params_box)
+        left_layout.addWidget(self.summary)
+        left_layout.addWidget(QLabel("Preview against the latest stored run"))
+        left_layout.addWidget(self.preview_diff, 1)
+        middle = QWidget()
+        middle_layout = QVBoxLayout(middle)
+        middle_layout.addWidget(self.table, 1)
+        middle_layout.addLayout(force_row)
+        right = QWidget()
+        right_layout = QVBoxLayout(right)
+        right_layout.addWidget(QLabel("Run history"))
+        right_layout.addWidget(self.runs, 1)
+        right_layout.addLayout(diff_row)
+        right_layout.addWidget(self.run_diff, 1)
+        splitter = QSplitter()
+        for part in (left, middle, right):
+            splitter.addWidget(part)
+        splitter.setStretchFactor(1, 2)
+        layout = QVBoxLayout(self)
+        layout.addWidget(splitter)
+        self._unsubscribe = stack.subscribe(self.schedule_preview)
+        self.refresh()
+
+    def _double(self, value: float, low: float, high: float, step: float, decimals: int, suffix: str = "") -> QDoubleSpinBox:
+        box = QDoubleSpinBox()
+        box.setRange(low, high)
+        box.setDecimals(decimals)
+        box.setSingleStep(step)
+        box.setValue(value)
+        if suffix:
+            box.setSuffix(suffix)
+        box.valueChanged.connect(self.schedule_preview)
+        return box
+
+    # ------------------------------------------------------------------ parameters and fits
+
+    def parameters(self) -> FitParameters:
+        """The parameters the controls show."""
+        return FitParameters(
+            gamma_km=self.gamma.value(), alpha=self.alpha.value(), theta=self.theta.value(), tau=self.tau.value(),
+            n_min=self.n_min.value(), rollup=self.rollup.currentText(),
+        )
+
+    def schedule_preview(self, *_args: object) -> None:
+        """Re-preview after a short pause (typing in a spin box does not refit per keystroke)."""
+        if self.live:
+            self._timer.start()
+
+    def preview_now(self) -> service.FitResult | None:
+        """Fit without storing, with the what-if polarities; shows the result and its diff."""
+        self._timer.stop()
+        try:
+            result = service.fit(
+                self.store, self.parameters(), alm_model=self.alm.currentData(), preview=True,
+                what_if=service.WhatIf(category_polarity=dict(self.what_if)) if self.what_if else None,
+            )
+        except (AglwError, ValueError) as exc:
+            self.summary.setText(f"preview failed: {exc}")
+            return None
+        self.preview = result
+        self.preview_count += 1
+        summary = result.summary
+        what_if = ", ".join(f"{c}={p}" for c, p in sorted(self.what_if.items()))
+        self.summary.setText(
+            f"preview (not stored): {summary['n_candidates']} candidates of {summary['n_clips']} clips at "
+            f"θ = {summary['theta_used']:.4g}; {summary['n_positive']} P, {summary['n_negative']} N of "
+            f"{summary['n_categories']} categories" + (f"; what if {what_if}" if what_if else "")
+        )
+        self._fill_categories(result)
+        base = result.diff.base_run_id if result.diff is not None else None
+        self.preview_diff.set_diff(result.diff, f"against run {base}" if base is not None else "")
+        return result
+
+    def fit_and_store(self) -> int | None:
+        """Fit with the current parameters and store the run (what-if polarities are not used)."""
+        try:
+            result = service.fit(self.store, self.parameters(), alm_model=self.alm.currentData(),
+                                 created_by=self.annotator_id)
+        except (AglwError, ValueError) as exc:
+            self.summary.setText(f"fit failed: {exc}")
+            return None
+        self.refresh_runs()
+        if result.run_id is not None:
+            self.runStored.emit(result.run_id)
+            self._select_runs(result.diff.base_run_id if result.diff else None, result.run_id)
+            if result.diff is not None:
+                self.show_run_diff()
+        self.preview_now()
+        return result.run_id
+
+    def _fill_categories(self, result: service.FitResult) -> None:
+        current = self.selected_category()
+        rows = sorted(result.categories, key=lambda c: (c.polarity not in ("P", "N"), -abs(c.a - c.a_bar), c.id))
+        self.table.setRowCount(len(rows))
+        for row, category in enumerate(rows):
+            forced = "what-if" if category.id in self.what_if else ("yes" if category.overridden else "")
+            values = [category.id, category.name or "", f"{category.a:.3f}", f"{category.a_bar:.3f}",
+                      str(category.support), category.fitted_polarity, category.polarity, forced]
+            for column, value in enumerate(values):
+                self.table.setItem(row, column, QTableWidgetItem(value))
+        if current is not None:
+            self.select_category(current)
+
+    def category_rows(self) -> dict[str, dict[str, str]]:
+        """The table as category id → column → text (what the user sees)."""
+        return {
+            self.table.item(r, 0).text(): {CATEGORY_COLUMNS[c]: self.table.item(r, c).text() for c in range(len(CATEGORY_COLUMNS))}
+            for r in range(self.table.rowCount())
+        }
+
+    # ------------------------------------------------------------------ forcing polarities
+
+    def selected_category(self) -> str | None:
+        row = self.table.currentRow()
+        item = self.table.item(row, 0) if row >= 0 else None
+        return item.text() if item is not None else None
+
+    def select_category(self, category_id: str) -> bool:
+        for row in range(self.table.rowCount()):
+            if self.table.item(row, 0).text() == category_id:
+                self.table.setCurrentCell(row, 0)
+                return True
+        return False
+
+    def force_selected(self, polarity: str | None) -> None:
+        category = self.selected_category()
+        if category is None:
+            self.summary.setText("select a category in the table first")
+            return
+        if self.what_if_mode.isChecked():
+            self.set_what_if(category, polarity)
+        else:
+            self.force_polarity(category, polarity)
+
+    def set_what_if(self, category_id: str, polarity: str | None) -> None:
+        """Preview-only polarity (None drops it); nothing is recorded."""
+        if polarity is None:
+            self.what_if.pop(category_id, None)
+        else:
+            self.what_if[category_id] = polarity
+        self.preview_now()
+
+    def force_polarity(self, category_id: str, polarity: str | None) -> bool:
+        """Record the annotator's forced polarity as an undoable command, then re-preview."""
+        command = SetCategoryPolarity(self.labels, self.annotator_id, category_id, polarity)
+        if self._execute is not None:
+            ok = self._execute(command)
+        else:
+            self.stack.push(command)
+            ok = True
+        self.preview_now()
+        return ok
+
+    # ------------------------------------------------------------------ runs
+
+    def refresh(self) -> None:
+        """Re-read models, runs and labels from the store (after another annotator's work)."""
+        chosen = self.alm.currentData()
+        self.alm.blockSignals(True)
+        self.alm.clear()
+        self.alm.addItem("(judged ALM)", None)
+        for name in model_names(self.store):
+            self.alm.addItem(name, name)
+        index = self.alm.findData(chosen)
+        self.alm.setCurrentIndex(max(index, 0))
+        self.alm.blockSignals(False)
+        self.refresh_runs()
+        self.preview_now()
+
+    def refresh_runs(self) -> None:
+        runs = service.list_runs(self.store)
+        self.runs.setRowCount(len(runs))
+        for row, run in enumerate(reversed(runs)):
+            theta = run.parameters.get("theta")
+            values = [str(run.id), run.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+                      str(run.summary.get("n_candidates", "")), "" if theta is None else f"{float(theta):.4g}"]
+            for column, value in enumerate(values):
+                self.runs.setItem(row, column, QTableWidgetItem(value))
+        previous = (self.run_a.currentData(), self.run_b.currentData())
+        for combo in (self.run_a, self.run_b):
+            combo.clear()
+            for run in runs:
+                combo.addItem(f"run {run.id}", run.id)
+        if len(runs) >= 2:
+            self._select_runs(previous[0] or runs[-2].id, previous[1] or runs[-1].id)
+
+    def run_ids(self) -> list[int]:
+        return [int(self.run_a.itemData(i)) for i in range(self.run_a.count())]
+
+    def _select_runs(self, run_a: int | None, run_b: int | None) -> None:
+        for combo, run_id in ((self.run_a, run_a), (self.run_b, run_b)):
+            index = combo.findData(run_id)
+            if index >= 0:
+                combo.setCurrentIndex(index)
+
+    def show_run_diff(self) -> RunDiff | None:
+        """Diff of the two chosen stored runs."""
+        run_a, run_b = self.run_a.currentData(), self.run_b.currentData()
+        if run_a is None or run_b is None:
+            self.run_diff.set_diff(None, "store at least two runs to compare")
+            return None
+        diff = service.run_diff(self.store, int(run_a), int(run_b))
+        self.run_diff.set_diff(diff, f"run {run_a} → run {run_b}")
+        return diff
+
+    def shutdown(self) -> None:
+        self._timer.stop()
+        self._unsubscribe()

