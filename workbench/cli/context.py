@@ -68,7 +68,9 @@ def _jsonable(value: Any) -> Any:
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
-    if hasattr(value, "item") and callable(value.item):  # numpy scalars
+    if hasattr(value, "tolist") and getattr(value, "ndim", 0) > 0:  # numpy/torch arrays
+        return _jsonable(value.tolist())
+    if hasattr(value, "item") and callable(value.item):  # numpy scalars, 0-d arrays
         return _jsonable(value.item())
     if hasattr(value, "tolist"):
         return _jsonable(value.tolist())
