@@ -227,3 +227,24 @@ def test_api_key_never_reaches_database_logs_or_output(project, caplog, capsys, 
     for name, text in haystacks.items():
         assert KEY not in text, name
         assert KEY[8:24] not in text, name
+
+
+def test_runs_and_collection_close_their_http_clients(project):
+    """Each provider's connection pool is closed after a run, a collection and a dry run."""
+    from workbench.attribution.providers import make_provider
+
+    store, api = project
+    config = load_judges()
+    made = []
+
+    def factory(judge):
+        provider = make_provider(judge, base_url=api.base_url)
+        made.append(provider)
+        return provider
+
+    run_judges(store, config, judge_names=["opus"], mode="batch", provider_factory=factory, names=NAMES)
+    collect_batches(store, config, provider_factory=factory, names=NAMES)
+    run_judges(store, config, judge_names=["haiku"], mode="sync", provider_factory=factory, names=NAMES)
+    dry_run(store, config, judge_names=["sonnet"], count_tokens=True, provider_factory=factory, names=NAMES)
+    assert len(made) == 4
+    assert all(provider.client.is_closed for provider in made)

@@ -131,6 +131,10 @@ class JudgeProvider(Protocol):
         """The results of an ended batch, in any order."""
         ...
 
+    def close(self) -> None:
+        """Release the provider's HTTP connections."""
+        ...
+
 
 # --------------------------------------------------------------------------- Anthropic
 
@@ -202,6 +206,10 @@ class AnthropicProvider:
             timeout=timeout_s,
             http_client=http_client,
         )
+
+    def close(self) -> None:
+        """Close the SDK client's connection pool (idempotent)."""
+        self.client.close()
 
     def _clean(self, text: str) -> str:
         return redact(text, [self._secret]) or ""
@@ -314,6 +322,10 @@ class OpenAICompatibleProvider:
         self._headers = headers
         self._max_retries = max_retries
         self._backoff_s = backoff_s
+
+    def close(self) -> None:
+        """Close the HTTP client's connection pool (idempotent)."""
+        self.client.close()
 
     def _request(self, method: str, path: str, payload: dict[str, Any] | None = None) -> dict[str, Any]:
         last_problem = "no attempt made"

@@ -8,7 +8,7 @@ cache: a fingerprint with an ``ok`` call is answered and is not sent again unles
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
@@ -569,8 +569,34 @@ def run_judges(
     active = [p for p in plans if p.to_send]
     factory = provider_factory or (lambda judge: make_provider(judge, base_url=base_url))
     providers = {plan.judge.name: factory(plan.judge) for plan in active}
-    if active:
-        verify_models(active, providers)
+    try:
+        if active:
+            verify_models(active, providers)
+        _run_plans(store, config, plans, providers, selection, report, mode, concurrency, on_clip_done)
+    finally:
+        close_providers(providers.values())
+    return report
+
+
+def close_providers(providers: Iterable[Any]) -> None:
+    """Close each provider's HTTP connections (providers without ``close`` are left alone)."""
+    for provider in providers:
+        close = getattr(provider, "close", None)
+        if callable(close):
+            close()
+
+
+def _run_plans(
+    store: Store,
+    config: JudgesConfig,
+    plans: list[JudgePlan],
+    providers: dict[str, JudgeProvider],
+    selection: ClipSelection,
+    report: RunReport,
+    mode: str,
+    concurrency: int,
+    on_clip_done: Any,
+) -> None:
     for plan in plans:
         summary = JudgeSummary(
             judge=plan.judge.name,
@@ -589,7 +615,6 @@ def run_judges(
             _submit_batch(store, plan, provider, selection, summary)
         else:
             _run_sync(store, config, plan, provider, selection, summary, concurrency, on_clip_done)
-    return report
 
 
 def _run_sync(
@@ -722,35 +747,52 @@ def collect_batches(
         )
         report.judges.append(summary)
         provider = factory(judge)
-        state = provider.batch_state(run.batch_id or "")
-        if not state.ended:
-            summary.status = f"in progress ({state.counts.get('processing', 0)} requests processing)"
-            continue
-        planned_by_clip = _replan_run(store, run, judge, names)
-        request_map = run.request_map or {}
-        seen: set[str] = set()
-        for item in provider.batch_results(run.batch_id or ""):
-            entry = request_map.get(item.custom_id)
-            if entry is None or item.custom_id in seen:
-                log.warning("batch %s: ignoring result with unknown or repeated custom_id %s", run.batch_id, item.custom_id)
-                continue
-            seen.add(item.custom_id)
-            planned = planned_by_clip.get(int(entry["clip_id"]))
-            attempts = _batch_attempts(item, entry, planned, provider, judge, schema)
-            if planned is None or planned.fingerprint != entry["fingerprint"]:
-                planned = _stale_request(store, run, entry)
-            with store.write() as session:
-                store_attempts(session, run, planned, attempts, config, summary)
-        missing = [cid for cid in request_map if cid not in seen]
-        for cid in missing:
-            entry = request_map[cid]
-            planned = planned_by_clip.get(int(entry["clip_id"])) or _stale_request(store, run, entry)
-            attempt = Attempt(1, None, None, "the batch ended without a result for this request", custom_id=cid, batch=True)
-            with store.write() as session:
-                store_attempts(session, run, planned, [attempt], config, summary)
-        _finish_run(store, run.id or 0, "done")
-        summary.status = "collected"
+        try:
+            _collect_run(store, run, judge, provider, config, schema, summary, names)
+        finally:
+            close_providers([provider])
     return report
+
+
+def _collect_run(
+    store: Store,
+    run: JudgeRun,
+    judge: JudgeConfig,
+    provider: JudgeProvider,
+    config: JudgesConfig,
+    schema: dict[str, Any],
+    summary: JudgeSummary,
+    names: CategoryNames | None,
+) -> None:
+    """Store the results of one ended batch run (or note that it is still in progress)."""
+    state = provider.batch_state(run.batch_id or "")
+    if not state.ended:
+        summary.status = f"in progress ({state.counts.get('processing', 0)} requests processing)"
+        return
+    planned_by_clip = _replan_run(store, run, judge, names)
+    request_map = run.request_map or {}
+    seen: set[str] = set()
+    for item in provider.batch_results(run.batch_id or ""):
+        entry = request_map.get(item.custom_id)
+        if entry is None or item.custom_id in seen:
+            log.warning("batch %s: ignoring result with unknown or repeated custom_id %s", run.batch_id, item.custom_id)
+            continue
+        seen.add(item.custom_id)
+        planned = planned_by_clip.get(int(entry["clip_id"]))
+        attempts = _batch_attempts(item, entry, planned, provider, judge, schema)
+        if planned is None or planned.fingerprint != entry["fingerprint"]:
+            planned = _stale_request(store, run, entry)
+        with store.write() as session:
+            store_attempts(session, run, planned, attempts, config, summary)
+    missing = [cid for cid in request_map if cid not in seen]
+    for cid in missing:
+        entry = request_map[cid]
+        planned = planned_by_clip.get(int(entry["clip_id"])) or _stale_request(store, run, entry)
+        attempt = Attempt(1, None, None, "the batch ended without a result for this request", custom_id=cid, batch=True)
+        with store.write() as session:
+            store_attempts(session, run, planned, [attempt], config, summary)
+    _finish_run(store, run.id or 0, "done")
+    summary.status = "collected"
 
 
 def _batch_attempts(
@@ -1001,4 +1043,6 @@ def dry_run(
                     assumed=assumed,
                 )
             )
+        if provider is not None:
+            close_providers([provider])
     return report

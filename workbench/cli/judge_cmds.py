@@ -143,7 +143,11 @@ def register(app: typer.Typer) -> None:
             if verify:
                 key = (judge.provider, base_url or judge.base_url)
                 if key not in offered:
-                    offered[key] = make_provider(judge, base_url=base_url).list_models()
+                    provider = make_provider(judge, base_url=base_url)
+                    try:
+                        offered[key] = provider.list_models()
+                    finally:
+                        provider.close()
                 row["available"] = judge.model in offered[key]
             rows.append(row)
         if app_ctx.json:
