@@ -247,4 +247,4 @@ def test_runs_and_collection_close_their_http_clients(project):
     run_judges(store, config, judge_names=["haiku"], mode="sync", provider_factory=factory, names=NAMES)
     dry_run(store, config, judge_names=["sonnet"], count_tokens=True, provider_factory=factory, names=NAMES)
     assert len(made) == 4
-    assert all(provider.client.is_closed for provider in made)
+    assert all(provider.client.is_closed() for provider in made)  # the SDK client: a method
