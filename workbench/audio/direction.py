@@ -12,7 +12,10 @@ be ~280 MB) and only reduced per-frame values and maps are kept.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
+import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +44,10 @@ MONO_EXPLANATION = (
 # Frames quieter than this mean square (about -100 dBFS) have no meaningful direction.
 _SILENCE_MEAN_SQUARE = 1e-10
 _SQRT2 = math.sqrt(2.0)
+# Two-channel frame path: threads per FFT (parallelism comes from running the direction map
+# beside the spectrogram), and frames per batch (bounds the float32 spectra to a few MB).
+_FFT_WORKERS = 1
+_PAIR_CHUNK_FRAMES = 128
 _SQRT3 = math.sqrt(3.0)
 
 
@@ -798,9 +805,15 @@ def _value_peaks(values: np.ndarray, weights: np.ndarray, edges: np.ndarray) -> 
 # ---------------------------------------------------------------------------------------------
 
 
-def _frames_2ch(left: np.ndarray, right: np.ndarray, sample_rate: int, frame_s: float) -> tuple[np.ndarray, np.ndarray, int]:
-    left = np.asarray(left, dtype=np.float64)
-    right = np.asarray(right, dtype=np.float64)
+def _frames_2ch(
+    left: np.ndarray, right: np.ndarray, sample_rate: int, frame_s: float, *, keep_float32: bool = False
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Non-overlapping frames (views where possible) of both channels, float64 unless
+    ``keep_float32`` and the input already is float32."""
+    left, right = np.asarray(left), np.asarray(right)
+    dtype = np.float32 if keep_float32 and left.dtype == right.dtype == np.float32 else np.float64
+    left = left.astype(dtype, copy=False)
+    right = right.astype(dtype, copy=False)
     if left.ndim != 1 or left.shape != right.shape:
         raise ValueError(f"left and right must be 1-D of equal length, got {left.shape} and {right.shape}")
     frame_len = max(2, int(round(frame_s * sample_rate)))
@@ -812,26 +825,132 @@ def _frames_2ch(left: np.ndarray, right: np.ndarray, sample_rate: int, frame_s: 
     )
 
 
+def _band_bins_or_all(band: tuple[float, float] | None, sample_rate: int, n_fft: int) -> tuple[int, int]:
+    """rfft bins the whitened cross-spectrum keeps: the band's (see :func:`_band_bins`) or all."""
+    return _band_bins(band, sample_rate, n_fft) if band is not None else (0, n_fft // 2 + 1)
+
+
+@functools.lru_cache(maxsize=8)
+def _lag_basis(n_fft: int, interp: int, first: int, stop: int, max_lag: int) -> tuple[np.ndarray, np.ndarray]:
+    """Matrices evaluating the zero-padded inverse rfft at lags 0..max_lag only.
+
+    ``irfft(P, n=interp·n_fft)`` at lag j is Σ_k w_k (Re P_k·cos θ_kj − Im P_k·sin θ_kj) with
+    θ_kj = 2πkj/(interp·n_fft) and w_k = 2/(interp·n_fft) (1/(interp·n_fft) for the DC bin and a
+    true Nyquist bin); at lag −j the sine term changes sign. Returns (cos, sin): float32 shaped
+    (stop − first, max_lag + 1) and (stop − first, max_lag) (the sine of lags 1..max_lag), read-only.
+    """
+    n_interp = interp * n_fft
+    bins = np.arange(first, stop, dtype=np.int64)
+    weight = np.full(bins.size, 2.0 / n_interp)
+    weight[bins == 0] = 1.0 / n_interp
+    if n_interp % 2 == 0:
+        weight[bins == n_interp // 2] = 1.0 / n_interp
+    # k·j mod n first keeps the angle exact for large products.
+    phase = (np.outer(bins, np.arange(max_lag + 1, dtype=np.int64)) % n_interp) * (2.0 * math.pi / n_interp)
+    cos = (weight[:, None] * np.cos(phase)).astype(np.float32)
+    sin = (weight[:, None] * np.sin(phase[:, 1:])).astype(np.float32)
+    cos.flags.writeable = False
+    sin.flags.writeable = False
+    return cos, sin
+
+
+def _pair_spectra_chunks(
+    left: np.ndarray, right: np.ndarray, window: np.ndarray, n_fft: int
+) -> Iterator[tuple[slice, np.ndarray]]:
+    """float32 rfft spectra of both channels' windowed frames, zero-padded to ``n_fft``.
+
+    Yields ``(frames, spectra)`` per chunk of :data:`_PAIR_CHUNK_FRAMES` frames, ``spectra``
+    complex64 shaped (2, chunk frames, n_fft//2+1). One zero-padded buffer is reused for all
+    chunks (only its first ``frame_len`` columns are ever written).
+    """
+    n_frames, frame_len = left.shape
+    padded = np.zeros((2, min(n_frames, _PAIR_CHUNK_FRAMES), n_fft), dtype=np.float32)
+    for start in range(0, n_frames, _PAIR_CHUNK_FRAMES):
+        stop = min(start + _PAIR_CHUNK_FRAMES, n_frames)
+        chunk = slice(start, stop)
+        np.multiply(left[chunk], window, out=padded[0, : stop - start, :frame_len])
+        np.multiply(right[chunk], window, out=padded[1, : stop - start, :frame_len])
+        yield chunk, scipy.fft.rfft(padded[:, : stop - start], axis=-1, workers=_FFT_WORKERS)
+
+
+_blas_lock = threading.Lock()
+_blas_single_users = 0
+_blas_restore: Any = None
+
+
+@functools.cache
+def _blas_controller() -> Any:
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:  # pragma: no cover - scikit-learn (a dependency) brings threadpoolctl
+        return None
+    return ThreadpoolController()
+
+
+@contextlib.contextmanager
+def _single_threaded_blas() -> Iterator[None]:
+    """Run the GCC-PHAT matrix products on one BLAS thread.
+
+    They are many medium-sized products: OpenBLAS's own threads (which spin while they wait)
+    made them several times slower whenever the other core was busy, e.g. with the spectrogram
+    computed alongside. Nested and concurrent users share one limit, restored by the last.
+    """
+    global _blas_single_users, _blas_restore
+    controller = _blas_controller()
+    if controller is None:
+        yield
+        return
+    with _blas_lock:
+        if _blas_single_users == 0:
+            _blas_restore = controller.limit(limits=1, user_api="blas")
+        _blas_single_users += 1
+    try:
+        yield
+    finally:
+        with _blas_lock:
+            _blas_single_users -= 1
+            if _blas_single_users == 0 and _blas_restore is not None:
+                _blas_restore.restore_original_limits()
+                _blas_restore = None
+
+
 def _gcc_phat_tau(
-    spectrum_left: np.ndarray,
-    spectrum_right: np.ndarray,
+    spectra: np.ndarray,
     n_fft: int,
     sample_rate: int,
     max_tau_s: float,
     interp: int,
-    band_mask: np.ndarray | None,
+    bins: tuple[int, int],
 ) -> np.ndarray:
-    """τ = t_L − t_R per row from rfft spectra (rows = frames)."""
-    cross = spectrum_left * spectrum_right.conj()
-    magnitude = np.abs(cross)
-    phat = np.divide(cross, magnitude, out=np.zeros_like(cross), where=magnitude > 1e-20 * magnitude.max(initial=0.0))
-    if band_mask is not None:
-        phat *= band_mask
+    """τ = t_L − t_R per frame from the (2, frames, bins) rfft spectra of :func:`_pair_spectra_chunks`.
+
+    The PHAT-whitened cross-spectrum of the ``bins`` range is transformed back only at the lags
+    the search needs (|lag| ≤ ``max_tau_s``, on the ×``interp`` zero-padded grid) with two
+    matrix products, which equals the ×``interp`` zero-padded inverse FFT there at a fraction
+    of its cost; the peak is then refined by a parabola through its neighbours.
+    """
+    first, stop = bins
     n_interp = interp * n_fft
-    correlation = scipy.fft.irfft(phat, n=n_interp, axis=-1)
     max_lag = min(int(math.ceil(max_tau_s * sample_rate * interp)), n_interp // 2 - 1)
-    # Lags −max_lag..max_lag: with r(k) = Σ l[n+k]·r[n] the peak sits at k = t_L − t_R.
-    window = np.concatenate([correlation[:, -max_lag:], correlation[:, : max_lag + 1]], axis=1) if max_lag else correlation[:, :1]
+    cross = np.conjugate(spectra[1, :, first:stop])
+    cross *= spectra[0, :, first:stop]
+    magnitude = np.abs(cross)
+    # Numerically empty bins (far below the strongest one) stay 0 instead of getting a random phase.
+    inverse = np.zeros_like(magnitude)
+    np.divide(1.0, magnitude, out=inverse, where=magnitude > 1e-20 * magnitude.max(initial=0.0))
+    phat_real = cross.real * inverse
+    phat_imag = cross.imag * inverse
+    del cross, magnitude, inverse
+    cos, sin = _lag_basis(n_fft, interp, first, stop, max(max_lag, 0))
+    even = phat_real @ cos  # Σ Re·cos: the part symmetric in the lag
+    n_frames = even.shape[0]
+    window = np.empty((n_frames, 2 * max_lag + 1), dtype=np.float64)
+    window[:, max_lag] = even[:, 0]
+    if max_lag:
+        odd = phat_imag @ sin  # Σ Im·sin: the antisymmetric part
+        # Lags −max_lag..max_lag: with r(k) = Σ l[n+k]·r[n] the peak sits at k = t_L − t_R.
+        window[:, max_lag + 1 :] = even[:, 1:] - odd
+        window[:, :max_lag] = (even[:, 1:] + odd)[:, ::-1]
     peak = np.argmax(window, axis=1)
     refined = peak.astype(np.float64)
     inner = (peak > 0) & (peak < window.shape[1] - 1)
@@ -844,13 +963,10 @@ def _gcc_phat_tau(
     return (refined - max_lag) / (interp * sample_rate)
 
 
-def _band_mask(band: tuple[float, float] | None, sample_rate: int, n_fft: int) -> np.ndarray | None:
-    if band is None:
-        return None
-    first, stop = _band_bins(band, sample_rate, n_fft)
-    mask = np.zeros(n_fft // 2 + 1)
-    mask[first:stop] = 1.0
-    return mask
+def _mean_square(frames: np.ndarray) -> np.ndarray:
+    """Mean square per row in float64 (exact squares of float32 samples)."""
+    frames64 = np.asarray(frames, dtype=np.float64)
+    return np.einsum("ij,ij->i", frames64, frames64) / frames.shape[1]
 
 
 def gcc_phat_frames(
@@ -886,18 +1002,27 @@ def gcc_phat_frames(
     tuple[numpy.ndarray, numpy.ndarray]
         Frame centres in seconds and τ = t_L − t_R in seconds (a source on the left arrives at
         the left channel first: τ < 0; ITD = −τ). Silent frames hold NaN.
+
+    Notes
+    -----
+    All frames are analysed at once: one float32 rfft per channel over the framed signal, and
+    the correlation is evaluated only inside the lag window (see :func:`_gcc_phat_tau`).
     """
     if interp < 1:
         raise ValueError(f"interp must be >= 1, got {interp}")
-    left_frames, right_frames, frame_len = _frames_2ch(left, right, sample_rate, frame_s)
+    left_frames, right_frames, frame_len = _frames_2ch(left, right, sample_rate, frame_s, keep_float32=True)
     n_fft = scipy.fft.next_fast_len(2 * frame_len, real=True)
-    window = scipy.signal.get_window("hann", frame_len)
-    spectrum_left = scipy.fft.rfft(left_frames * window, n=n_fft, axis=-1)
-    spectrum_right = scipy.fft.rfft(right_frames * window, n=n_fft, axis=-1)
-    tau = _gcc_phat_tau(
-        spectrum_left, spectrum_right, n_fft, sample_rate, max_tau_s, interp, _band_mask(band, sample_rate, n_fft)
-    )
-    silent = (np.mean(left_frames**2, axis=1) < _SILENCE_MEAN_SQUARE) | (np.mean(right_frames**2, axis=1) < _SILENCE_MEAN_SQUARE)
+    window = scipy.signal.get_window("hann", frame_len).astype(np.float32)
+    bins = _band_bins_or_all(band, sample_rate, n_fft)
+    tau = np.zeros(left_frames.shape[0])
+    silent = np.zeros(left_frames.shape[0], dtype=bool)
+    # Chunks of frames bound the temporary spectra and keep them in cache.
+    with _single_threaded_blas():
+        for chunk, spectra in _pair_spectra_chunks(left_frames, right_frames, window, n_fft):
+            tau[chunk] = _gcc_phat_tau(spectra, n_fft, sample_rate, max_tau_s, interp, bins)
+            silent[chunk] = (_mean_square(left_frames[chunk]) < _SILENCE_MEAN_SQUARE) | (
+                _mean_square(right_frames[chunk]) < _SILENCE_MEAN_SQUARE
+            )
     tau[silent] = np.nan
     times = (np.arange(left_frames.shape[0]) + 0.5) * frame_len / sample_rate
     return times, tau
@@ -985,8 +1110,9 @@ def _ild_from_spectra(
     spectrum_left: np.ndarray, spectrum_right: np.ndarray, sample_rate: int, n_fft: int, min_freq: float
 ) -> np.ndarray:
     first = int(math.ceil(min_freq * n_fft / sample_rate))
-    power_left = np.sum(np.abs(spectrum_left[:, first:]) ** 2, axis=1)
-    power_right = np.sum(np.abs(spectrum_right[:, first:]) ** 2, axis=1)
+    # float64 sums also for float32 spectra.
+    power_left = np.sum(np.abs(spectrum_left[:, first:]) ** 2, axis=1, dtype=np.float64)
+    power_right = np.sum(np.abs(spectrum_right[:, first:]) ** 2, axis=1, dtype=np.float64)
     floor = _SILENCE_MEAN_SQUARE * n_fft * n_fft
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(
@@ -995,18 +1121,30 @@ def _ild_from_spectra(
 
 
 class _PairStream:
-    """Streaming two-channel analysis in non-overlapping frames; carries leftover samples."""
+    """Streaming two-channel analysis in non-overlapping frames; carries leftover samples.
+
+    ``need_tau`` False skips GCC-PHAT (level-panorama layouts never use the time difference);
+    ``tau_s`` then holds NaN.
+    """
 
     def __init__(
-        self, sample_rate: int, *, frame_s: float, band: tuple[float, float] | None, max_tau_s: float, interp: int = 4
+        self,
+        sample_rate: int,
+        *,
+        frame_s: float,
+        band: tuple[float, float] | None,
+        max_tau_s: float,
+        interp: int = 4,
+        need_tau: bool = True,
     ) -> None:
         self.sample_rate = sample_rate
         self.frame_len = max(2, int(round(frame_s * sample_rate)))
         self.n_fft = scipy.fft.next_fast_len(2 * self.frame_len, real=True)
         self.window = scipy.signal.get_window("hann", self.frame_len)
-        self.band_mask = _band_mask(band, sample_rate, self.n_fft)
+        self.bins = _band_bins_or_all(band, sample_rate, self.n_fft)
         self.max_tau_s = max_tau_s
         self.interp = interp
+        self.need_tau = need_tau
         self._buffer = np.zeros((0, 2))
         self._n_done = 0
         self._tau: list[np.ndarray] = []
@@ -1020,11 +1158,15 @@ class _PairStream:
         if n_frames:
             framed = buffer[: n_frames * self.frame_len].reshape(n_frames, self.frame_len, 2)
             left, right = framed[..., 0], framed[..., 1]
-            spectrum_left = scipy.fft.rfft(left * self.window, n=self.n_fft, axis=-1)
-            spectrum_right = scipy.fft.rfft(right * self.window, n=self.n_fft, axis=-1)
-            tau = _gcc_phat_tau(
-                spectrum_left, spectrum_right, self.n_fft, self.sample_rate, self.max_tau_s, self.interp, self.band_mask
-            )
+            tau = np.full(n_frames, np.nan)
+            ild = np.empty(n_frames)
+            with _single_threaded_blas():
+                for chunk, spectra in _pair_spectra_chunks(left, right, self.window, self.n_fft):
+                    if self.need_tau:
+                        tau[chunk] = _gcc_phat_tau(
+                            spectra, self.n_fft, self.sample_rate, self.max_tau_s, self.interp, self.bins
+                        )
+                    ild[chunk] = _ild_from_spectra(spectra[0], spectra[1], self.sample_rate, self.n_fft, 1500.0)
             energy_left = np.mean(left**2, axis=1)
             energy_right = np.mean(right**2, axis=1)
             silent = (energy_left < _SILENCE_MEAN_SQUARE) | (energy_right < _SILENCE_MEAN_SQUARE)
@@ -1034,9 +1176,7 @@ class _PairStream:
                 panorama = np.where(total / 2 < _SILENCE_MEAN_SQUARE, np.nan, (energy_left - energy_right) / total)
             self._tau.append(tau)
             self._panorama.append(panorama)
-            self._ild.append(
-                _ild_from_spectra(spectrum_left, spectrum_right, self.sample_rate, self.n_fft, 1500.0)
-            )
+            self._ild.append(ild)
             self._energy.append(np.where(silent, 0.0, total))
             self._n_done += n_frames
         self._buffer = buffer[n_frames * self.frame_len :].copy()
@@ -1196,7 +1336,9 @@ def _analyze_pair(
     blocks: Iterable[np.ndarray], sample_rate: int, layout: str, band: tuple[float, float], spacing_m: float | None
 ) -> dict[str, Any]:
     max_tau_s = 0.0009 if layout != "ab" else max(0.0009, 1.05 * float(spacing_m) / SPEED_OF_SOUND_M_S)
-    stream = _PairStream(sample_rate, frame_s=0.1, band=band, max_tau_s=max_tau_s)
+    stream = _PairStream(
+        sample_rate, frame_s=0.1, band=band, max_tau_s=max_tau_s, need_tau=layout not in PANORAMA_LAYOUTS
+    )
     for block in blocks:
         block = block[:, :2]
         if layout == "ms":
