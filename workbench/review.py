@@ -301,7 +301,7 @@ class ReviewService:
         The project store; each method is one read unit of work.
     category_names
         AudioSet id → name; by default the ontology found by
-        :func:`workbench.attribution.ontology.load_category_names`, completed by
+        :func:`workbench.tagging.ontology.load_local_ontology`, completed by
         the ``class_names`` a tagger run stored in its parameters.
     category_roots
         AudioSet id → root-category name (used to colour tags).
@@ -315,11 +315,11 @@ class ReviewService:
     ) -> None:
         self.store = store
         if category_names is None:
-            from workbench.attribution.ontology import load_category_names
+            from workbench.tagging.ontology import Ontology, load_local_ontology
 
             try:
-                ontology = load_category_names()
-                category_names, category_roots = dict(ontology.names), dict(ontology.roots)
+                ontology = load_local_ontology() or Ontology.empty()
+                category_names, category_roots = ontology.names, ontology.primary_roots
             except InputError:
                 category_names, category_roots = {}, {}
         self._names = dict(category_names)

@@ -9,7 +9,6 @@ import pytest
 
 from workbench.attribution.config import DEFAULT_JUDGES_TOML, Price, judges_path, load_judges
 from workbench.attribution.cost import call_cost, estimate_output_tokens, estimate_tokens
-from workbench.attribution.ontology import parse_ontology
 from workbench.attribution.prompts import (
     COT_BEGIN,
     COT_END,
@@ -22,6 +21,7 @@ from workbench.attribution.prompts import (
 from workbench.attribution.providers import TokenUsage
 from workbench.attribution.schema import check_reply, evidence_in_cot, output_schema
 from workbench.errors import InputError
+from workbench.tagging.ontology import Ontology
 
 COT = "I hear   Swedish speech on a platform and a TRAIN horn; the announcement says Stockholm."
 IDS = ["/m/09x0r", "/m/07jdr"]
@@ -178,12 +178,12 @@ def test_cost_from_price_table_sync_and_batch():
 
 
 def test_ontology_roots_follow_the_parent_chain():
-    names = parse_ontology([
+    names = Ontology.from_entries([
         {"id": "/m/root", "name": "Human sounds", "child_ids": ["/m/mid"]},
         {"id": "/m/mid", "name": "Human voice", "child_ids": ["/m/09x0r"]},
         {"id": "/m/09x0r", "name": "Speech", "child_ids": []},
     ])
-    assert names.name("/m/09x0r") == "Speech" and names.root("/m/09x0r") == "Human sounds"
-    assert names.root("/m/unknown") == "unknown" and "name unknown" in names.name("/m/unknown")
+    assert names.name("/m/09x0r") == "Speech" and names.primary_root("/m/09x0r") == "Human sounds"
+    assert names.primary_root("/m/unknown") == "unknown" and "name unknown" in names.name("/m/unknown")
     with pytest.raises(InputError, match="entry 0"):
-        parse_ontology([{"id": 3}], "onto.json")
+        Ontology.from_entries([{"id": 3}], "onto.json")

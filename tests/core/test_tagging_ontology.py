@@ -10,7 +10,14 @@ import numpy as np
 import pytest
 
 from workbench.errors import InputError
-from workbench.tagging.ontology import AGL1K_CATEGORY_ROOTS, ROOT_NAMES, load_ontology
+from workbench.tagging.ontology import (
+    AGL1K_CATEGORY_ROOTS,
+    ROOT_NAMES,
+    Ontology,
+    load_local_ontology,
+    load_ontology,
+    ontology_cache_dir,
+)
 
 
 def write_small_ontology(directory: Path) -> tuple[Path, Path]:
@@ -103,3 +110,55 @@ def test_class_index_problems_are_named(tmp_path: Path) -> None:
         load_ontology(ontology, index)
     with pytest.raises(InputError, match="class index not found"):
         load_ontology(ontology, tmp_path / "missing.csv")
+
+
+def test_primary_root_is_the_first_root_above_a_node(tmp_path: Path) -> None:
+    ontology = load_ontology(*write_small_ontology(tmp_path))
+    # class 0 sits under Human sounds (root 0) and Animal (root 1): the first in file order wins.
+    assert ontology.primary_root("/c/0") == "Human sounds"
+    assert ontology.primary_root("/c/1") == "Animal"
+    assert ontology.primary_root("/c/14") == "Human sounds"  # grandchild through class 7
+    assert ontology.primary_root("/c/13") == ROOT_NAMES[13 % 7]
+    assert ontology.primary_root("/m/nope") == "unknown"
+    roots = ontology.primary_roots
+    assert len(roots) == 7 + 527 and roots["/r/2"] == "Music"
+    assert ontology.name("/c/5") == "class 5" and ontology.name("/m/nope") == "/m/nope (name unknown)"
+    assert ontology.names["/r/3"] == "Natural sounds"
+    by_node = ontology.root_ids_by_node()
+    assert by_node["/c/0"] == ["/r/0", "/r/1"] and by_node["/c/14"] == ["/r/0"] and by_node["/r/4"] == ["/r/4"]
+
+
+def test_names_only_ontology_has_roots_but_refuses_rollups(tmp_path: Path) -> None:
+    path, _ = write_small_ontology(tmp_path)
+    names_only = load_ontology(path)
+    assert names_only.classes == [] and names_only.primary_root("/c/9") == ROOT_NAMES[2]
+    with pytest.raises(ValueError, match="without the class index"):
+        names_only.root_rollup(np.zeros(527))
+    in_memory = Ontology.from_entries(json.loads(path.read_text(encoding="utf-8")), "mem")
+    assert in_memory.primary_roots == names_only.primary_roots and in_memory.source == "mem"
+    with pytest.raises(InputError, match="mem: entry 0 lacks field"):
+        Ontology.from_entries([{"id": "/x"}], "mem")
+    with pytest.raises(InputError, match="no root category"):
+        Ontology.from_entries([{"id": "/a", "name": "a", "child_ids": ["/b"]}, {"id": "/b", "name": "b", "child_ids": ["/a"]}])
+    assert Ontology.empty().name("/m/x") == "/m/x (name unknown)" and Ontology.empty().primary_root("/m/x") == "unknown"
+
+
+def test_local_ontology_comes_from_the_environment_or_the_cache_never_the_network(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("AGLW_ONTOLOGY", raising=False)
+    monkeypatch.delenv("AGLW_AUDIOSET_CLASSES", raising=False)
+    assert load_local_ontology() is None
+    cached, _ = write_small_ontology(ontology_cache_dir())
+    from_cache = load_local_ontology()
+    assert from_cache is not None and len(from_cache.classes) == 527 and from_cache.source == str(cached)
+    configured, index = write_small_ontology(tmp_path / "configured")
+    index.unlink()
+    monkeypatch.setenv("AGLW_ONTOLOGY", str(configured))
+    from_env = load_local_ontology()
+    assert from_env is not None and from_env.source == str(configured)
+    # The configured ontology has no class index beside it: the cached one is attached.
+    assert len(from_env.classes) == 527
+    monkeypatch.setenv("AGLW_ONTOLOGY", str(tmp_path / "missing.json"))
+    with pytest.raises(InputError, match="ontology file not found"):
+        load_local_ontology()

@@ -10,13 +10,13 @@ from sqlmodel import select
 from storage.models import AlmRun, Clip, Dataset, JudgeCall, JudgeRun, Judgment, Prediction, Tag, TaggerRun
 from workbench.attribution.config import load_judges
 from workbench.attribution.fake_api import FakeAnthropicAPI
-from workbench.attribution.ontology import parse_ontology
 from workbench.attribution.providers import JudgeAuthError
 from workbench.attribution.service import collect_batches, dry_run, run_judges
 from workbench.errors import InputError
+from workbench.tagging.ontology import Ontology
 
 KEY = "sk-ant-storage-test-SECRET-9f8e7d6c5b4a"
-NAMES = parse_ontology([
+NAMES = Ontology.from_entries([
     {"id": "/m/root", "name": "Human sounds", "child_ids": ["/m/09x0r"]},
     {"id": "/m/09x0r", "name": "Speech", "child_ids": []},
     {"id": "/m/07jdr", "name": "Train", "child_ids": []},

@@ -39,10 +39,10 @@ from storage import Store
 from storage.models import Clip, JudgeCall, JudgeRun
 from workbench.attribution import service as attribution_service
 from workbench.attribution.config import JudgesConfig
-from workbench.attribution.ontology import CategoryNames
 from workbench.curation import service as curation_service
 from workbench.curation.model import FitParameters
 from workbench.errors import AglwError
+from workbench.tagging.ontology import Ontology
 
 
 class JobCancelled(Exception):
@@ -322,7 +322,7 @@ def _last_failure(store: Store, judge: str, clip_key: str) -> str:
 
 def judge_job(store: Store, config: JudgesConfig, *, judge_names: list[str] | None = None,
               alm_model: str | None = None, clip_keys: list[str] | None = None, base_url: str | None = None,
-              names: CategoryNames | None = None, concurrency: int = 1) -> JobSpec:
+              names: Ontology | None = None, concurrency: int = 1) -> JobSpec:
     """Judge the clips in sync mode; a rerun sends only what is not answered yet."""
 
     def run(context: JobContext) -> str:
@@ -347,7 +347,7 @@ def judge_job(store: Store, config: JudgesConfig, *, judge_names: list[str] | No
 
 def judging_cost_text(store: Store, config: JudgesConfig, *, judge_names: list[str] | None = None,
                       alm_model: str | None = None, clip_keys: list[str] | None = None,
-                      base_url: str | None = None, names: CategoryNames | None = None) -> str:
+                      base_url: str | None = None, names: Ontology | None = None) -> str:
     """The dry-run figures shown before judging starts (nothing is sent)."""
     report = attribution_service.dry_run(store, config, judge_names=judge_names, alm_model=alm_model,
                                          clip_keys=clip_keys, base_url=base_url, names=names)

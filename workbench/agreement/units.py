@@ -8,10 +8,8 @@ did not score has no row: it is *missing*, never 0.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -256,31 +254,6 @@ def add_derived_raters(ratings: pd.DataFrame) -> pd.DataFrame:
             frame["value"] = combined.to_numpy(dtype=object)
             frames.append(frame[RATING_COLUMNS])
     return pd.concat(frames, ignore_index=True) if len(frames) > 1 else ratings.reset_index(drop=True)
-
-
-def roots_from_ontology(path: str | Path) -> dict[str, str]:
-    """category id → name of its AudioSet root, from an ``ontology.json`` (child_ids hierarchy).
-
-    A class under several roots takes the first root in file order.
-    """
-    try:
-        entries = json.loads(Path(path).read_text(encoding="utf-8"))
-        by_id = {e["id"]: e for e in entries}
-        children = {e["id"]: list(e.get("child_ids", [])) for e in entries}
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise InputError(f"{path}: not a readable AudioSet ontology.json ({exc}); pass --ontology FILE") from exc
-    child_ids = {c for kids in children.values() for c in kids}
-    roots = [e["id"] for e in entries if e["id"] not in child_ids]
-    mapping: dict[str, str] = {}
-    for root in roots:
-        stack = [root]
-        while stack:
-            node = stack.pop()
-            if node in mapping:
-                continue
-            mapping[node] = by_id[root]["name"]
-            stack.extend(children.get(node, []))
-    return mapping
 
 
 def category_root_column(ratings: pd.DataFrame, category_roots: Mapping[str, str] | None) -> pd.Series:

@@ -19,7 +19,6 @@ from storage import Store
 from storage.models import AlmRun, Clip, JudgeCall, JudgeRun, Judgment, Prediction, Tag, TaggerRun, utcnow
 from workbench.attribution.config import JudgeConfig, JudgesConfig
 from workbench.attribution.cost import call_cost
-from workbench.attribution.ontology import CategoryNames, load_category_names
 from workbench.attribution.prompts import (
     CategoryInput,
     ClipInput,
@@ -40,6 +39,7 @@ from workbench.attribution.providers import (
 from workbench.attribution.schema import ReplyCheck, check_reply, output_schema
 from workbench.errors import AglwError, InputError
 from workbench.metrics.core import prediction_error_km
+from workbench.tagging.ontology import Ontology, load_local_ontology
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +108,7 @@ def select_clip_inputs(
     tagger_run_id: int | None = None,
     tau: float = TAG_THRESHOLD,
     top_n: int = TOP_CATEGORIES,
-    names: CategoryNames | None = None,
+    names: Ontology | None = None,
 ) -> ClipSelection:
     """Gather what the judges read for every selected clip that has a prediction from the ALM run.
 
@@ -125,14 +125,16 @@ def select_clip_inputs(
     tau, top_n
         Tags with probability ≥ ``tau``, at most ``top_n`` per clip, highest first.
     names
-        AudioSet names and roots (default: loaded from the configured ontology).
+        AudioSet names and roots (default: the configured or cached ontology; without one,
+        ids are shown as unknown).
 
     Returns
     -------
     ClipSelection
         Inputs in clip-key order plus the clips skipped with their reasons (no tags, no CoT, ...).
     """
-    names = names or load_category_names()
+    if names is None:
+        names = load_local_ontology() or Ontology.empty()
     with store.session() as session:
         alm_run = resolve_alm_run(session, alm_model)
         if tagger_run_id is None:
@@ -178,7 +180,7 @@ def select_clip_inputs(
     return ClipSelection(alm_run.id or 0, alm_run.model, tagger_run_id, inputs, skipped)
 
 
-def clip_input(clip: Clip, prediction: Prediction, tags: list[Tag], names: CategoryNames) -> ClipInput:
+def clip_input(clip: Clip, prediction: Prediction, tags: list[Tag], names: Ontology) -> ClipInput:
     """Assemble one clip's judge input from its stored rows."""
     true_lat = clip.latitude if clip.latitude is not None else prediction.true_latitude
     true_lon = clip.longitude if clip.longitude is not None else prediction.true_longitude
@@ -186,7 +188,7 @@ def clip_input(clip: Clip, prediction: Prediction, tags: list[Tag], names: Categ
         clip_id=clip.id or 0,
         clip_key=clip.key,
         categories=tuple(
-            CategoryInput(t.audioset_id, names.name(t.audioset_id), names.root(t.audioset_id), float(t.probability))
+            CategoryInput(t.audioset_id, names.name(t.audioset_id), names.primary_root(t.audioset_id), float(t.probability))
             for t in tags
         ),
         cot=prediction.reasoning or "",
@@ -526,7 +528,7 @@ def run_judges(
     concurrency: int = 4,
     base_url: str | None = None,
     provider_factory: ProviderFactory | None = None,
-    names: CategoryNames | None = None,
+    names: Ontology | None = None,
     on_clip_done: Callable[[str, str, bool], None] | None = None,
 ) -> RunReport:
     """Run the judges on the selected clips, in sync mode or by submitting Message Batches.
@@ -724,7 +726,7 @@ def collect_batches(
     *,
     base_url: str | None = None,
     provider_factory: ProviderFactory | None = None,
-    names: CategoryNames | None = None,
+    names: Ontology | None = None,
 ) -> RunReport:
     """Collect the results of every submitted batch that has ended (safe to repeat after a restart).
 
@@ -762,7 +764,7 @@ def _collect_run(
     config: JudgesConfig,
     schema: dict[str, Any],
     summary: JudgeSummary,
-    names: CategoryNames | None,
+    names: Ontology | None,
 ) -> None:
     """Store the results of one ended batch run (or note that it is still in progress)."""
     state = provider.batch_state(run.batch_id or "")
@@ -826,7 +828,7 @@ def _batch_attempts(
     return [first, Attempt(2, reply, check2, failure2)]
 
 
-def _replan_run(store: Store, run: JudgeRun, judge: JudgeConfig, names: CategoryNames | None) -> dict[int, PlannedRequest]:
+def _replan_run(store: Store, run: JudgeRun, judge: JudgeConfig, names: Ontology | None) -> dict[int, PlannedRequest]:
     with store.session() as session:
         alm = session.get(AlmRun, run.alm_run_id) if run.alm_run_id else None
         keys = session.exec(
@@ -972,7 +974,7 @@ def dry_run(
     count_tokens: bool | None = None,
     assume_categories: int | None = None,
     provider_factory: ProviderFactory | None = None,
-    names: CategoryNames | None = None,
+    names: Ontology | None = None,
 ) -> DryRunReport:
     """Estimate tokens and cost per clip and in total, sync and batch, without sending any request.
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Optional
 
@@ -29,7 +28,9 @@ def register(app: typer.Typer) -> None:
             False, "--reveal-annotators", help="Name experts by name instead of pseudonym in the bundle."
         ),
         ontology: Optional[Path] = typer.Option(
-            None, "--ontology", help="AudioSet ontology.json for the root-category breakdown (default: $AGLW_ONTOLOGY)."
+            None, "--ontology",
+            help="AudioSet ontology.json for the root-category breakdown (default: $AGLW_ONTOLOGY, "
+            "ontology_path in config.toml, or the downloaded copy).",
         ),
         alm: Optional[str] = typer.Option(None, "--alm", help="ALM whose judged reasoning is studied (default: latest)."),
     ) -> None:
@@ -47,12 +48,13 @@ def register(app: typer.Typer) -> None:
             else:
                 _print_ratings(result)
             return
-        from workbench.agreement.units import roots_from_ontology
+        from workbench.tagging.ontology import load_local_ontology, load_ontology
 
-        ontology_path = ontology or (Path(os.environ["AGLW_ONTOLOGY"]) if os.environ.get("AGLW_ONTOLOGY") else None)
-        roots = roots_from_ontology(ontology_path) if ontology_path is not None else None
+        audioset = load_ontology(ontology) if ontology is not None else load_local_ontology()
+        roots = audioset.primary_roots if audioset is not None else None
         if roots is None:
-            say("no AudioSet ontology given (--ontology or $AGLW_ONTOLOGY): the root-category breakdown is skipped")
+            say("no AudioSet ontology given (--ontology, $AGLW_ONTOLOGY or ontology_path): "
+                "the root-category breakdown is skipped")
         say(f"agreement: cluster bootstrap B = {bootstrap}, seed = {seed} ...")
         manifest = service.export_agreement(
             context.store(), out, bootstrap=bootstrap, seed=seed, reveal_annotators=reveal_annotators,

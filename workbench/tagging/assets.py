@@ -29,7 +29,7 @@ from workbench.config import Settings, cache_dir
 from workbench.errors import InputError
 from workbench.tagging.download import download_file, sha256_of, verify_cached
 from workbench.tagging.model import MobileNetAudioTagger, build_model, expected_manifest, width_of_arch
-from workbench.tagging.ontology import Ontology, load_ontology
+from workbench.tagging.ontology import Ontology, configured_ontology_paths, load_ontology, ontology_cache_dir
 
 EFFICIENTAT_RELEASE_URL = "https://github.com/fschmid56/EfficientAT/releases/download/v0.0.1/"
 ONTOLOGY_URL = "https://raw.githubusercontent.com/audioset/ontology/master/ontology.json"
@@ -235,15 +235,8 @@ def resolve_device(device: str) -> torch.device:
 
 def resolve_ontology_paths(*, download: bool = True, show_progress: bool = True) -> tuple[Path, Path]:
     """Paths of ``ontology.json`` and ``class_labels_indices.csv`` (downloading into the cache if needed)."""
-    settings = Settings.load()
-    configured = os.environ.get("AGLW_ONTOLOGY") or settings.ontology_path
-    ontology_path = Path(configured).expanduser() if configured else None
-    classes_env = os.environ.get("AGLW_AUDIOSET_CLASSES") or settings.extra.get("audioset_classes_path")
-    classes_path = Path(str(classes_env)).expanduser() if classes_env else None
-    if classes_path is None and ontology_path is not None:
-        beside = ontology_path.with_name("class_labels_indices.csv")
-        classes_path = beside if beside.is_file() else None
-    cache = cache_dir() / "audioset"
+    ontology_path, classes_path = configured_ontology_paths()
+    cache = ontology_cache_dir()
     if ontology_path is None:
         ontology_path = _cached_or_download(ONTOLOGY_URL, cache / "ontology.json", download, show_progress)
     if classes_path is None:
@@ -271,6 +264,6 @@ def load_default_ontology(*, show_progress: bool = True) -> Ontology:
         return load_ontology(ontology_path, classes_path)
     except InputError:
         for path in (ontology_path, classes_path):
-            if path.parent == cache_dir() / "audioset":
+            if path.parent == ontology_cache_dir():
                 path.unlink(missing_ok=True)
         raise
