@@ -14,16 +14,19 @@ check_app = typer.Typer(help="Consistency checks of the project's data.", no_arg
 
 
 def _ontology_roll_up() -> tuple[dict[str, list[str]], dict[str, str]]:
-    """Class id → root ids and id → name, from the configured AudioSet ontology."""
-    from workbench.tagging.ontology import load_default_ontology
+    """Class id → root ids and id → name, from the configured AudioSet ontology.
 
-    ontology = load_default_ontology(show_progress=True)
-    roots_of: dict[str, list[str]] = {}
-    for root in ontology.root_ids:
-        for node_id in ontology.descendants(root):
-            roots_of.setdefault(node_id, []).append(root)
-    names = {node_id: node.name for node_id, node in ontology.nodes.items()}
-    return roots_of, names
+    A local copy (``AGLW_ONTOLOGY``, ``ontology_path`` or the cache) is used as it is; only
+    when there is none is the ontology downloaded.
+    """
+    from workbench.tagging.ontology import load_local_ontology
+
+    ontology = load_local_ontology()
+    if ontology is None:
+        from workbench.tagging.assets import load_default_ontology
+
+        ontology = load_default_ontology(show_progress=True)
+    return ontology.root_ids_by_node(), ontology.names
 
 
 def _parse_what_if(values: list[str]) -> dict[str, str]:
