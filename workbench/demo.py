@@ -6,14 +6,14 @@ mistaken for a measurement. The audio covers the four channel layouts the workbe
 shows (mono, stereo, binaural and first-order Ambisonics with a source circling the
 listener). Tags, ALM reasoning and judgments are deterministic functions of a seed.
 
-The audio generators are small and self-contained (spatial.md encodings: ambiX
-``W = s, Y = s·sinφ, Z = 0, X = s·cosφ`` for a horizontal plane wave; Woodworth ITD
-for binaural); the demo needs nothing from the network.
+The spatial encodings come from :mod:`workbench.audio.synth` (the test-signal recipes of
+spatial.md: an ambiX plane wave circling the listener over a diffuse field, a binaural
+source moving with a Woodworth ITD); the sound sources themselves (voices, bells, surf,
+gulls, an engine) are small generators here. The demo needs nothing from the network.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +40,7 @@ from storage.models import (
     TagTimeline,
     utcnow,
 )
+from workbench.audio import synth
 from workbench.audio.layout import detect_layout
 from workbench.audio.loader import content_hash
 from workbench.audio.quality import quality_metrics
@@ -72,11 +73,6 @@ CATEGORIES: dict[str, tuple[int, str, str]] = {
     "/m/05kq4": (294, "Ocean", "Natural sounds"),
     "/m/07yv9": (300, "Vehicle", "Sounds of things"),
 }
-
-# Speed of sound and head radius of the Woodworth model (spatial.md).
-_SOUND_SPEED = 343.0
-_HEAD_RADIUS = 0.0875
-
 
 @dataclass(frozen=True)
 class DemoClipSpec:
@@ -212,10 +208,6 @@ def _noise(rng: np.random.Generator, n: int, lowpass_hz: float, sr: int) -> np.n
     return sosfilt(sos, rng.standard_normal(n))
 
 
-def _woodworth_itd(lateral_rad: np.ndarray) -> np.ndarray:
-    return (_HEAD_RADIUS / _SOUND_SPEED) * (lateral_rad + np.sin(lateral_rad))
-
-
 def synthesize_demo_audio(spec: DemoClipSpec, seed: int, sr: int = SAMPLE_RATE, duration_s: float = DURATION_S) -> np.ndarray:
     """The demo recording of one clip, float32 shaped (frames, channels).
 
@@ -232,7 +224,7 @@ def synthesize_demo_audio(spec: DemoClipSpec, seed: int, sr: int = SAMPLE_RATE, 
     if spec.layout == "mono":
         signal = _babble(rng, n, sr) + 0.5 * _bursts(rng, n, sr, [4.0, 9.0], 440.0, 2.5)
         signal += 0.2 * _bursts(rng, n, sr, [2.0, 2.5, 3.0, 3.5], 900.0, 0.05)
-        signal += 0.02 * rng.standard_normal(n)
+        signal += synth.white_noise(n, rng, rms=0.02)
         channels = [signal]
     elif spec.layout == "stereo":
         surf = _noise(rng, n, 1200.0, sr) * (0.6 + 0.4 * np.sin(2 * np.pi * 0.12 * t))
@@ -242,20 +234,13 @@ def synthesize_demo_audio(spec: DemoClipSpec, seed: int, sr: int = SAMPLE_RATE, 
         engine = _noise(rng, n, 900.0, sr) + 0.3 * np.sin(2 * np.pi * 90 * t)
         engine *= np.exp(-(((t - 6.0) / 3.0) ** 2)) + 0.1
         melody = 0.3 * _bursts(rng, n, sr, [5.0, 5.3, 5.6], 880.0, 0.25)
-        # Left (+90°) at the start to right (−90°) at the end; ITD = -τ, a left source leads the left ear.
-        lateral = np.deg2rad(np.interp(t, [0, duration_s], [75.0, -75.0]))
-        itd = _woodworth_itd(lateral)
-        left = np.interp(t - np.maximum(-itd, 0.0), t, engine)
-        right = np.interp(t - np.maximum(itd, 0.0), t, engine)
-        gain_db = 10.0 * np.sin(lateral)
-        left *= 10 ** (np.minimum(gain_db, 0.0) / 20.0)
-        right *= 10 ** (np.minimum(-gain_db, 0.0) / 20.0)
-        channels = [left + melody, right + melody]
+        # From the left (+75°) at the start to the right (−75°) at the end.
+        passing = synth.moving_woodworth_binaural(engine, sr, np.interp(t, [0, duration_s], [75.0, -75.0]))
+        channels = [passing[:, 0] + melody, passing[:, 1] + melody]
     elif spec.layout == "ambix":
         bird = _noise(rng, n, 6000.0, sr) * 0.3 + _chirps(rng, n, sr, list(np.arange(0.2, duration_s - 0.3, 0.6)))
-        azimuth = 2 * np.pi * t / duration_s  # one full turn counter-clockwise from the front
-        wind = 0.05 * rng.standard_normal((n, 4)) * np.array([1.0, 1 / math.sqrt(3), 1 / math.sqrt(3), 1 / math.sqrt(3)])
-        foa = np.stack([bird, bird * np.sin(azimuth), np.zeros(n), bird * np.cos(azimuth)], axis=1) + wind
+        # One full turn counter-clockwise from the front over the clip, over a diffuse wind.
+        foa = synth.moving_source(bird, sr, degrees_per_second=360.0 / duration_s) + synth.diffuse_noise(n, rng, rms=0.05)
         channels = list(foa.T)
     else:
         raise ValueError(f"no demo generator for layout {spec.layout!r}")

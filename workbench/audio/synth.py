@@ -2,7 +2,8 @@
 
 Used by the direction tests, the P3 benchmark and the demo-project generator: plane waves
 encoded in first-order Ambisonics (ambiX or FuMa), diffuse fields, a source moving around the
-listener, and binaural signals with a Woodworth ITD (fractional delay) plus a level difference.
+listener, and binaural signals with a Woodworth ITD (fractional delay) plus a level difference,
+for a fixed or a moving source.
 All angles follow the project convention: azimuth counter-clockwise from the front (+90° = left),
 elevation up, in degrees.
 """
@@ -172,6 +173,48 @@ def woodworth_binaural(
         right *= attenuation
     elif sin_phi < 0:
         left *= attenuation
+    return np.stack([left, right], axis=1)
+
+
+def moving_woodworth_binaural(
+    signal: np.ndarray,
+    sample_rate: int,
+    azimuth_deg: np.ndarray | float,
+    *,
+    far_ear_attenuation_db: float = 10.0,
+) -> np.ndarray:
+    """A binaural pair for a horizontal source whose azimuth may change sample by sample.
+
+    The head model of :func:`woodworth_binaural` (lateral angle λ = arcsin(sin φ), Woodworth
+    ITD, far ear attenuated by ``far_ear_attenuation_db``·|sin φ|), with a time-varying delay:
+    each ear reads the source at t ± ITD(t)/2 by linear interpolation. Unlike
+    :func:`woodworth_binaural` the delay is not circular: the first and last samples are held.
+
+    Parameters
+    ----------
+    signal
+        1-D source signal.
+    sample_rate
+        Samples per second.
+    azimuth_deg
+        The source's azimuth per sample (same length as ``signal``), or one value for all.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 samples shaped (frames, 2): [left, right].
+    """
+    signal = _as_signal(signal)
+    azimuth = np.broadcast_to(np.asarray(azimuth_deg, dtype=np.float64), signal.shape)
+    sin_phi = np.sin(np.radians(azimuth))
+    itd = np.asarray(woodworth_itd(np.arcsin(np.clip(sin_phi, -1.0, 1.0))))
+    t = np.arange(signal.size) / sample_rate
+    # A source on the left (ITD > 0) reaches the left ear ITD/2 early and the right ear ITD/2 late.
+    left = np.interp(t + itd / 2.0, t, signal)
+    right = np.interp(t - itd / 2.0, t, signal)
+    attenuation = 10.0 ** (-far_ear_attenuation_db * np.abs(sin_phi) / 20.0)
+    left = np.where(sin_phi < 0, left * attenuation, left)
+    right = np.where(sin_phi > 0, right * attenuation, right)
     return np.stack([left, right], axis=1)
 
 
