@@ -279,3 +279,33 @@ def test_json_output_and_errors(store, tmp_path: Path, capsys: pytest.CaptureFix
     assert result["out"] == str(tmp_path / "y")
     assert result["parameters"]["bootstrap"] == 0
     assert result["n_units"]["effect"] == N_CLIPS * len(CATEGORIES)
+
+
+@pytest.mark.postgres
+def test_export_from_postgresql_equals_the_sqlite_export(pg_url: str, tmp_path: Path) -> None:
+    """The same project on PostgreSQL and on SQLite gives the same bundle, byte for byte in its tables."""
+    from storage import open_store
+
+    for url in (pg_url, str(tmp_path / "project.sqlite")):
+        store = open_store(url)
+        try:
+            _populate(store)
+        finally:
+            store.dispose()
+    ontology = str(_ontology(tmp_path))
+    common = ["agreement", "--bootstrap", "30", "--seed", "4", "--ontology", ontology]
+    assert main(["--db", pg_url, *common, "--out", str(tmp_path / "pg")]) == 0
+    assert main(["--db", str(tmp_path / "project.sqlite"), *common, "--out", str(tmp_path / "sqlite")]) == 0
+    for name in ("ratings_long.csv", "ratings_wide.csv", "ratings_retest.csv", "coefficients.csv", "tables.md"):
+        assert (tmp_path / "pg" / name).read_bytes() == (tmp_path / "sqlite" / name).read_bytes(), name
+    manifest = json.loads((tmp_path / "pg" / "manifest.json").read_text())
+    assert manifest["parameters"]["root_breakdown"] is True
+    long = pd.read_csv(tmp_path / "pg" / "ratings_long.csv", dtype=str, keep_default_na=False)
+    # 3 judges + 2 experts (one on half the clips) rate contribution on every (clip, category) they judged
+    contribution = long[(long["label_type"] == "contribution") & long["rater"].str.startswith(("judge:", "expert:"))]
+    failed_or_missing = 5 * N_CLIPS * len(CATEGORIES) - N_CLIPS // 2 * len(CATEGORIES) - len(contribution)
+    assert 0 < failed_or_missing < 0.1 * len(contribution)  # ~5 % failed judgments are missing, not 0
+    coefficients = pd.read_csv(tmp_path / "pg" / "coefficients.csv")
+    assert {"judge-judge", "expert-judge", "test-retest", "root"} <= set(coefficients["section"]) | set(
+        coefficients["subset_kind"]
+    )
