@@ -1,9 +1,11 @@
 """The player: waveform, spectrogram, tag timeline and direction view on one time axis.
 
-All four plots share the x axis (``setXLink``). The visible window of the spectrogram
-and waveform is re-read from the pyramids when the view range changes (never more
-columns than pixels, house rule 5); during playback only the playhead lines move,
-driven by a timer polling the player position.
+All four plots share the x axis (``setXLink``); only the bottom plot draws the time axis.
+The spectrogram is served from its pyramid at 1–2 columns per screen pixel (house rule 5)
+by :class:`ui.image_items.PyramidImageItem`, which colours a window a little wider than the
+view once and then only rescales it, so a scroll or zoom step is a blit, not a re-upload.
+The waveform envelope is re-read for the visible span on each view change. During
+playback only the playhead lines move, driven by a timer polling the player position.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ui.image_items import ArgbImageItem, PyramidImageItem, colour_table, quantise_unit
 from workbench.audio.playback import NullSink, PlaybackError, Player, PlayerState
 from workbench.review import DirectionImage, TimelineView
 
@@ -44,10 +47,13 @@ class PlayerView(QWidget):
         A message for the status bar (e.g. no audio device).
     scaleChanged(str)
         The user asked for the ``linear`` or ``mel`` frequency axis (the window reloads the pyramid).
+    spectrogramPainted(int)
+        The spectrogram of this clip id has been drawn on screen for the first time.
     """
 
     status = Signal(str)
     scaleChanged = Signal(str)
+    spectrogramPainted = Signal(int)
 
     def __init__(self, player: Player | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -77,22 +83,33 @@ class PlayerView(QWidget):
             plot.setMenuEnabled(False)
             plot.getAxis("left").setWidth(60)
             plot.hideButtons()
+            # Ranges are set explicitly: no bounds search over the items on every view change.
+            plot.disableAutoRange()
+            for side in ("left", "bottom", "right", "top"):
+                # No SI prefixes: with them every range change re-lays out the axis label (HTML).
+                plot.getAxis(side).enableAutoSIPrefix(False)
+        # One time axis, under the bottom plot: the others would redraw theirs on every step.
+        for plot in (self.wave_plot, self.spec_plot, self.tags_plot):
+            plot.hideAxis("bottom")
         self.wave_plot.setLabel("left", "wave")
         self.spec_plot.setLabel("left", "Hz")
         self.tags_plot.setLabel("left", "tags")
         self.direction_plot.setLabel("left", "direction")
         self.direction_plot.setLabel("bottom", "time (s)")
+        # Major and minor ticks only: the time axis is redrawn on every scroll/zoom step.
+        self.direction_plot.getAxis("bottom").setStyle(maxTickLevel=1, maxTextLevel=1)
 
-        self.wave_curve = pg.PlotDataItem(pen=pg.mkPen("#4a90d9"), connect="pairs")
+        self.wave_curve = pg.PlotDataItem(pen=pg.mkPen("#4a90d9"), connect="pairs", antialias=False)
         self.wave_plot.addItem(self.wave_curve)
-        self.spec_image = pg.ImageItem()
-        self.spec_image.setLookupTable(_lut("inferno"))
+        self.spec_image = PyramidImageItem(_lut("inferno"))
+        self.spec_image.firstPainted.connect(self._spectrogram_drawn)
+        self._announce: int | None = None
         self.spec_plot.addItem(self.spec_image)
-        self.tags_image = pg.ImageItem()
-        self.tags_image.setLookupTable(_lut("viridis"))
+        self.tags_image = ArgbImageItem()
+        self._tags_table = colour_table(_lut("viridis"))
         self.tags_plot.addItem(self.tags_image)
-        self.direction_image = pg.ImageItem()
-        self.direction_image.setLookupTable(_lut("magma"))
+        self.direction_image = ArgbImageItem()
+        self._direction_table = colour_table(_lut("magma"))
         self.direction_plot.addItem(self.direction_image)
         self.direction_note = pg.TextItem("", color="#dddddd", anchor=(0, 0))
         self.direction_plot.addItem(self.direction_note, ignoreBounds=True)
@@ -143,9 +160,10 @@ class PlayerView(QWidget):
         """Forget the current clip (shown while the next one loads)."""
         self.stop_playback()
         self.clip_id = self.spectrogram_clip_id = None
+        self._announce = None
         self.pyramid = self.envelope = None
         self._loaded = None
-        self.spec_image.clear()
+        self.spec_image.set_pyramid(None, 1.0)
         self.tags_image.clear()
         self.direction_image.clear()
         self.wave_curve.setData([], [])
@@ -166,8 +184,12 @@ class PlayerView(QWidget):
         self._update_playhead(0.0)
 
     def set_spectrogram(self, clip_id: int, pyramid, envelope) -> None:  # type: ignore[no-untyped-def]
-        """Show a clip's spectrogram and waveform (called on the GUI thread with a worker's result)."""
+        """Show a clip's spectrogram and waveform (called on the GUI thread with a worker's result).
+
+        ``spectrogramPainted`` follows once it has been drawn (on the next paint).
+        """
         self.spectrogram_clip_id = clip_id
+        self._announce = clip_id
         self.pyramid, self.envelope = pyramid, envelope
         self.duration = float(pyramid.duration_s)
         freqs = pyramid.freqs_hz
@@ -178,9 +200,15 @@ class PlayerView(QWidget):
             self.spec_plot.getAxis("left").setTicks([ticks])
         else:
             self.spec_plot.getAxis("left").setTicks(None)
+        self.spec_image.set_pyramid(pyramid, self._freq_top)
+        self.spec_image.set_levels(*self._levels())
         self.spec_plot.setYRange(0, self._freq_top, padding=0)
         self.spec_plot.setLimits(xMin=0.0, xMax=max(self.duration, 0.1), minXRange=0.05)
         self.spec_plot.setXRange(0.0, max(self.duration, 0.1), padding=0)
+        # A fixed waveform scale for the clip (its loudest bucket), not one per view.
+        coarsest_min, coarsest_max = envelope.mins[-1], envelope.maxs[-1]
+        peak = float(max(np.max(np.abs(coarsest_min), initial=0.0), np.max(np.abs(coarsest_max), initial=0.0)))
+        self.wave_plot.setYRange(-peak if peak > 0 else -1.0, peak if peak > 0 else 1.0, padding=0.05)
         self._render_visible()
         self._update_playhead(0.0)
 
@@ -194,8 +222,8 @@ class PlayerView(QWidget):
         for row, timeline in enumerate(timelines):
             image[row, : len(timeline.values)] = timeline.values
         hop = timelines[0].hop_s
-        self.tags_image.setImage(image, autoLevels=False, levels=(0.0, 1.0))
-        self.tags_image.setRect(QRectF(0.0, 0.0, length * hop, len(timelines)))
+        self.tags_image.set_indexed(quantise_unit(image, 1.0), self._tags_table,
+                                    QRectF(0.0, 0.0, length * hop, len(timelines)), source=image)
         ticks = [(row + 0.5, timeline.name[:14]) for row, timeline in enumerate(timelines)]
         self.tags_plot.getAxis("left").setTicks([ticks])
         self.tags_plot.setYRange(0, len(timelines), padding=0)
@@ -207,10 +235,10 @@ class PlayerView(QWidget):
             self.direction_note.setPos(0.0, 1.0)
             self.direction_plot.setYRange(0, 1, padding=0)
             return
-        peak = float(np.max(view.image)) if view.image.size else 0.0
-        self.direction_image.setImage(view.image, autoLevels=False, levels=(0.0, peak if peak > 0 else 1.0))
+        peak = float(np.nanmax(view.image)) if view.image.size else 0.0
         low, high = view.y_range
-        self.direction_image.setRect(QRectF(view.t0, low, view.t1 - view.t0, high - low))
+        self.direction_image.set_indexed(quantise_unit(view.image, peak if peak > 0 else 1.0), self._direction_table,
+                                         QRectF(view.t0, low, view.t1 - view.t0, high - low), source=view.image)
         self.direction_plot.setLabel("left", view.y_label)
         self.direction_plot.setYRange(low, high, padding=0)
         self.direction_note.setText(view.note)
@@ -230,6 +258,11 @@ class PlayerView(QWidget):
 
     # ------------------------------------------------------------------ drawing
 
+    def _spectrogram_drawn(self) -> None:
+        if self._announce is not None:
+            clip_id, self._announce = self._announce, None
+            self.spectrogramPainted.emit(clip_id)
+
     def _visible_pixels(self) -> int:
         return max(int(self.spec_plot.getViewBox().width()), 200)
 
@@ -237,7 +270,7 @@ class PlayerView(QWidget):
         self._render_visible()
 
     def _render_visible(self) -> None:
-        """Hand the visible window of the pyramids to the image and the curve."""
+        """Show the visible window of the pyramids: the image item re-colours only when it must."""
         if self.pyramid is None:
             return
         (t0, t1), _ = self.spec_plot.getViewBox().viewRange()
@@ -245,14 +278,12 @@ class PlayerView(QWidget):
         if t1 <= t0:
             return
         width = self._visible_pixels()
-        image, start, end = self.pyramid.view(t0, t1, width)
-        self.spec_image.setImage(image, autoLevels=False, levels=self._levels())
-        self.spec_image.setRect(QRectF(start, 0.0, max(end - start, 1e-6), self._freq_top))
+        self.spec_image.show_range(t0, t1, width)
         times, mins, maxs = self.envelope.view(t0, t1, width)
         x = np.repeat(times, 2)
         y = np.empty(2 * len(times), dtype=np.float32)
         y[0::2], y[1::2] = mins, maxs
-        self.wave_curve.setData(x, y)
+        self.wave_curve.setData(x, y, skipFiniteCheck=True)
 
     def _levels(self) -> tuple[float, float]:
         params = self.pyramid.params if self.pyramid is not None else None
@@ -265,7 +296,7 @@ class PlayerView(QWidget):
 
     def _apply_levels(self) -> None:
         if self.pyramid is not None:
-            self.spec_image.setLevels(self._levels())
+            self.spec_image.set_levels(*self._levels())
 
     # ------------------------------------------------------------------ transport
 
