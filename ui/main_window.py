@@ -20,10 +20,17 @@ from PySide6.QtWidgets import (
 from storage import Store
 from workbench.audio.playback import Player
 from workbench.audio.spectrogram import SpectrogramParams
-from workbench.commands import Command, CommandStack, SetCategoryLabel, SetClipLabel, WriteFailed
+from workbench.commands import (
+    Command,
+    CommandStack,
+    SetCategoryLabel,
+    SetCategoryPolarity,
+    SetClipLabel,
+    WriteFailed,
+)
 from workbench.config import config_dir
 from workbench.labels import AnnotatorInfo, LabelService
-from workbench.review import ClipDetail, ReviewService, labels_entered
+from workbench.review import AudioSource, ClipDetail, ReviewService, ab_spacing_from_config, labels_entered
 from ui.attribution_grid import AttributionGrid
 from ui.browser import ClipBrowser
 from ui.cockpit import install_cockpit
@@ -101,7 +108,10 @@ class MainWindow(QMainWindow):
         self.blind_mode = str(self.settings.value("blind_mode", True)).lower() in ("true", "1")
         self.revealed: set[int] = set()
         self.detail: ClipDetail | None = None
+        self._audio_clip: AudioSource | None = None  # the clip whose audio views are wanted
         self.scale = "linear"
+        # AB pairs need a microphone spacing for their direction view (config.toml ab_spacing_m).
+        self.ab_spacing_m, self.ab_spacing_problem = ab_spacing_from_config()
         self.setWindowTitle(f"AGL Workbench — {annotator.name}")
         self.setObjectName("MainWindow")
 
@@ -138,6 +148,7 @@ class MainWindow(QMainWindow):
         self.reasoning.seekRequested.connect(self.player_view.seek)
         self.player_view.status.connect(self.show_status)
         self.player_view.scaleChanged.connect(self._scale_changed)
+        self.player_view.spectrogramPainted.connect(self._spectrogram_painted)
         self.grid.grid_model.editRequested.connect(self._grid_edit)
         self.clip_panel.ratingChanged.connect(lambda v: self._clip_edit(rating=v))
         self.clip_panel.decisionChanged.connect(lambda v: self._clip_edit(decision=v))
@@ -212,11 +223,22 @@ class MainWindow(QMainWindow):
         self.browser.step(delta)
 
     def open_clip(self, clip_id: int) -> None:
-        """Show a clip: text panels at once, audio views when the worker is done."""
+        """Show a clip: the audio job starts first, then the text panels fill while it runs.
+
+        The spectrogram is painted as soon as the worker hands it over; playback, the
+        direction view and the waveform's decode follow (see :mod:`ui.workers`).
+        """
         generation = self.loader.next_generation()
+        source = self.review.audio_source(clip_id)
+        self._audio_clip = source
+        self.player_view.clear(f"loading {source.key}…")
+        if source.audio_path is not None:
+            params = SpectrogramParams(scale=self.scale)  # type: ignore[arg-type]
+            spacing = self.ab_spacing_m if source.layout == "ab" else None
+            self.loader.submit(AudioRequest(generation, clip_id, source.audio_path, source.layout, params,
+                                            spacing_m=spacing))
         self.detail = self.review.clip_detail(clip_id, self.annotator.id)
         detail = self.detail
-        self.player_view.clear(f"loading {detail.key}…")
         self._show_detail()
         self.player_view.set_timelines(detail.timelines)
         self.player_view.set_time_references([ref.seconds for ref in self.reasoning.references])
@@ -226,9 +248,10 @@ class MainWindow(QMainWindow):
         if detail.audio_path is None:
             self.player_view.clear(detail.audio_problem or "no audio")
             self.show_status(detail.audio_problem or "no audio for this clip")
-            return
-        params = SpectrogramParams(scale=self.scale)  # type: ignore[arg-type]
-        self.loader.submit(AudioRequest(generation, clip_id, detail.audio_path, detail.layout, params))
+        else:
+            if detail.layout == "ab" and self.ab_spacing_problem:
+                self.show_status(self.ab_spacing_problem)
+            self.loader.deliver_ready()
 
     def _show_detail(self) -> None:
         detail = self.detail
@@ -243,7 +266,8 @@ class MainWindow(QMainWindow):
         self.grid.set_detail(detail, judges_visible=visible)
 
     def _audio_loaded(self, result: AudioResult) -> None:
-        if self.detail is None or result.clip_id != self.detail.clip_id:
+        source = self._audio_clip
+        if source is None or result.clip_id != source.clip_id:
             return
         if result.error:
             self.player_view.clear(result.error)
@@ -251,12 +275,19 @@ class MainWindow(QMainWindow):
             return
         if result.stage == "spectrogram":
             self.player_view.set_spectrogram(result.clip_id, result.pyramid, result.envelope)
+            if not self.player_view.graphics.isVisible():
+                self.loader.resume(result.generation)  # nothing will be painted: go on at once
             return
         if self.player_view.spectrogram_clip_id != result.clip_id:
             self.player_view.set_spectrogram(result.clip_id, result.pyramid, result.envelope)
-        self.player_view.set_audio(result.clip_id, result.samples, result.sample_rate, self.detail.layout)
+        self.player_view.set_audio(result.clip_id, result.samples, result.sample_rate, source.layout)
         self.player_view.set_direction(result.direction)
         self.audioShown.emit(result.clip_id)
+
+    def _spectrogram_painted(self, clip_id: int) -> None:
+        """The spectrogram is on screen: the worker may go on with the playback decode."""
+        if self._audio_clip is not None and self._audio_clip.clip_id == clip_id:
+            self.loader.resume(self.loader.generation)
 
     def _scale_changed(self, scale: str) -> None:
         self.scale = scale
@@ -290,6 +321,10 @@ class MainWindow(QMainWindow):
 
     def _grid_edit(self, category_id: str, field: str, value: object) -> None:
         if self.detail is None:
+            return
+        if field == "category_polarity":
+            # Pool-wide: the expert's P / N / neutral for the category on every clip (None = fitted).
+            self.execute(SetCategoryPolarity(self.labels, self.annotator.id, category_id, value))  # type: ignore[arg-type]
             return
         self.execute(SetCategoryLabel(self.labels, self.annotator.id, self.detail.clip_id, category_id, **{field: value}))
 

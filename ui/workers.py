@@ -5,17 +5,25 @@ widgets. Each request carries a generation id: a result whose generation is not 
 latest one asked for (the user moved on to another clip) is dropped. ``force_sync`` runs
 jobs inline so tests are deterministic; the asynchronous path uses a private QThreadPool
 that :meth:`AudioLoader.shutdown` cancels and joins.
+
+A job does the spectrogram first and hands it over at once (stage ``spectrogram``): nothing
+else — no playback decode, no direction analysis — runs before the first paint. The job then
+waits until the GUI says the spectrogram is on screen (:meth:`AudioLoader.resume`, at most
+:data:`RESUME_TIMEOUT_S`), so its decode does not compete with that paint for the CPU; then it
+decodes the file once for playback and analyses the direction on those same samples.
 """
 
 from __future__ import annotations
 
+import os
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, QRunnable, QThreadPool, Signal
 
 from workbench.audio.spectrogram import SpectrogramParams, SpectrogramPyramid, WaveformEnvelope
 from workbench.errors import AglwError
@@ -34,6 +42,7 @@ class AudioRequest:
     layout: str | None
     params: SpectrogramParams
     content_hash: str | None = None
+    spacing_m: float | None = None
 
 
 @dataclass(frozen=True)
@@ -51,14 +60,51 @@ class AudioResult:
     stage: str = "complete"
 
 
+RESUME_TIMEOUT_S = 0.5
+_DIGEST_MEMO_SIZE = 4096
+_digest_memo: OrderedDict[tuple[str, int, int], str] = OrderedDict()
+_digest_lock = threading.Lock()
+
+
+def file_digest(path: Path) -> str:
+    """The file's content hash (the pyramid cache key), remembered per (path, size, mtime).
+
+    Reopening a clip in the same session then needs no re-hash (a 180 s 4-channel WAV is
+    ~140 MB); a changed file has another size or mtime and is hashed again.
+    """
+    from workbench.audio.loader import content_hash
+
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return content_hash(path)  # raises the loader's clear error
+    key = (str(path), stat.st_size, stat.st_mtime_ns)
+    with _digest_lock:
+        digest = _digest_memo.get(key)
+        if digest is not None:
+            _digest_memo.move_to_end(key)
+            return digest
+    digest = content_hash(path)
+    with _digest_lock:
+        _digest_memo[key] = digest
+        while len(_digest_memo) > _DIGEST_MEMO_SIZE:
+            _digest_memo.popitem(last=False)
+    return digest
+
+
 def load_clip_audio(
-    request: AudioRequest, cancelled: threading.Event, partial: Callable[[AudioResult], None] | None = None
+    request: AudioRequest,
+    cancelled: threading.Event,
+    partial: Callable[[AudioResult], None] | None = None,
+    resume: threading.Event | None = None,
 ) -> AudioResult:
     """Compute what the player shows for one clip; raises Cancelled when asked to stop.
 
     The spectrogram pyramid is read from (or written to) the disk cache straight from the
     file, and handed to ``partial`` before the slower decode for playback and direction
-    analysis, so a cached clip paints at once.
+    analysis, so a cached clip paints at once. The file is then decoded once; playback and
+    the direction view share those samples. With ``resume``, the job waits for it to be set
+    (or :data:`RESUME_TIMEOUT_S`, or cancellation) after handing over the spectrogram.
     """
     from workbench.audio.loader import load_audio
     from workbench.audio.spectrogram import compute_pyramids
@@ -69,16 +115,22 @@ def load_clip_audio(
 
     try:
         checkpoint()
-        pyramid, envelope = compute_pyramids(request.path, request.params, content_hash=request.content_hash)
+        digest = request.content_hash or file_digest(request.path)
+        pyramid, envelope = compute_pyramids(request.path, request.params, content_hash=digest)
         checkpoint()
         if partial is not None:
             partial(AudioResult(request.generation, request.clip_id, pyramid=pyramid, envelope=envelope,
                                 stage="spectrogram"))
+            if resume is not None:
+                resume.wait(RESUME_TIMEOUT_S)
+        checkpoint()
         audio = load_audio(request.path)
         checkpoint()
         try:
-            direction = direction_image(request.path, request.layout, audio.samples.shape[1])
-        except AglwError as exc:
+            direction = direction_image(request.path, request.layout, audio.samples.shape[1],
+                                        spacing_m=request.spacing_m, audio=audio)
+        except (AglwError, ValueError) as exc:
+            # The clip still plays; the direction view says what went wrong.
             direction = DirectionImage("none", None, 0.0, 0.0, (0.0, 1.0), "", f"No direction view: {exc}")
         checkpoint()
     except AglwError as exc:
@@ -93,10 +145,12 @@ class _Bridge(QObject):
 
 
 class _AudioJob(QRunnable):
-    def __init__(self, request: AudioRequest, cancelled: threading.Event, bridge: _Bridge) -> None:
+    def __init__(
+        self, request: AudioRequest, cancelled: threading.Event, resume: threading.Event, bridge: _Bridge
+    ) -> None:
         super().__init__()
         self.setAutoDelete(True)
-        self.request, self.cancelled, self.bridge = request, cancelled, bridge
+        self.request, self.cancelled, self.resume, self.bridge = request, cancelled, resume, bridge
 
     def _emit(self, result: AudioResult) -> None:
         if not self.cancelled.is_set():
@@ -104,7 +158,7 @@ class _AudioJob(QRunnable):
 
     def run(self) -> None:
         try:
-            result = load_clip_audio(self.request, self.cancelled, self._emit)
+            result = load_clip_audio(self.request, self.cancelled, self._emit, self.resume)
         except Cancelled:
             return
         except Exception as exc:  # noqa: BLE001 - a worker must report, never kill the thread silently
@@ -132,6 +186,7 @@ class AudioLoader(QObject):
         self._bridge = _Bridge(self)
         self._bridge.finished.connect(self._deliver)
         self._cancel_flags: list[threading.Event] = []
+        self._resume: dict[int, threading.Event] = {}
         self.dropped = 0
 
     def next_generation(self) -> int:
@@ -151,7 +206,22 @@ class AudioLoader(QObject):
             return
         self._cancel_flags = [flag for flag in self._cancel_flags if not flag.is_set()]
         self._cancel_flags.append(cancelled)
-        self._pool.start(_AudioJob(request, cancelled, self._bridge))
+        resume = self._resume.setdefault(request.generation, threading.Event())
+        self._pool.start(_AudioJob(request, cancelled, resume, self._bridge))
+
+    def resume(self, generation: int) -> None:
+        """Let the job of ``generation`` go on after its spectrogram stage (it is on screen)."""
+        flag = self._resume.pop(generation, None)
+        if flag is not None:
+            flag.set()
+
+    def deliver_ready(self) -> None:
+        """Deliver at once the results the worker has already sent (queued for this thread).
+
+        Lets a cached spectrogram reach the screen in the same paint as the rest of the
+        window instead of one event-loop round later.
+        """
+        QCoreApplication.sendPostedEvents(self, QEvent.Type.MetaCall)
 
     def _deliver(self, result: AudioResult) -> None:
         if result.generation != self.generation:
@@ -163,6 +233,9 @@ class AudioLoader(QObject):
         for flag in self._cancel_flags:
             flag.set()
         self._cancel_flags = []
+        for flag in self._resume.values():
+            flag.set()  # a waiting job wakes up and sees it was cancelled
+        self._resume = {}
         self._pool.clear()
 
     @property

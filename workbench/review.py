@@ -36,6 +36,7 @@ from storage.models import (
     AlmRun,
     Annotator,
     CategoryLabel,
+    CategoryPolarity,
     Clip,
     ClipLabel,
     ClipQuality,
@@ -147,7 +148,13 @@ class ExpertLabelView:
 
 @dataclass(frozen=True)
 class CategoryRow:
-    """One detected category of a clip: judges, consensus, fitted polarity, the expert's label."""
+    """One detected category of a clip: judges, consensus, fitted polarity, the expert's label.
+
+    ``polarity`` is the category's polarity in the latest curation run (expert overrides of
+    that run applied), ``fitted_polarity`` the one fitted from the data; ``expert_polarity``
+    is the expert's per-clip polarity for this category and ``expert_category_polarity`` the
+    expert's pool-wide override (curation-model.md section 4; None = none set).
+    """
 
     category_id: str
     name: str
@@ -161,6 +168,7 @@ class CategoryRow:
     expert_effect: str | None
     expert_polarity: str | None
     other_experts: tuple[ExpertLabelView, ...]
+    expert_category_polarity: str | None = None
 
 
 @dataclass(frozen=True)
@@ -209,6 +217,17 @@ class ClipDetail:
             if row.category_id == category_id:
                 return row
         raise KeyError(category_id)
+
+
+@dataclass(frozen=True)
+class AudioSource:
+    """A clip's recording: the resolved file (or why there is none) and its layout."""
+
+    clip_id: int
+    key: str
+    audio_path: Path | None
+    audio_problem: str | None
+    layout: str | None
 
 
 # --------------------------------------------------------------------------- pure rules
@@ -479,6 +498,12 @@ class ReviewService:
                 }
             annotators = {a.id: a.name for a in s.exec(select(Annotator))}
             category_labels = list(s.exec(select(CategoryLabel).where(CategoryLabel.clip_id == clip_id)))
+            own_polarities: dict[str, str | None] = {}
+            if annotator_id is not None:
+                own_polarities = {
+                    row.category_id: row.polarity
+                    for row in s.exec(select(CategoryPolarity).where(CategoryPolarity.annotator_id == annotator_id))
+                }
             clip_labels = list(s.exec(select(ClipLabel).where(ClipLabel.clip_id == clip_id)))
             quality_row = s.exec(select(ClipQuality).where(ClipQuality.clip_id == clip_id)).first()
 
@@ -536,6 +561,7 @@ class ReviewService:
                     expert_effect=mine.effect if mine else None,
                     expert_polarity=mine.polarity if mine else None,
                     other_experts=tuple(others.get(category_id, ())),
+                    expert_category_polarity=own_polarities.get(category_id),
                 )
             )
         own_label = ClipLabelState()
@@ -585,6 +611,23 @@ class ReviewService:
             quality_flags=_flag_names(clip_result.quality_flags if clip_result else None),
             quality=quality,
         )
+
+    def audio_source(self, clip_id: int) -> AudioSource:
+        """Where a clip's recording is and how it is laid out: two small queries, for opening
+        the audio before :meth:`clip_detail` has gathered everything else.
+
+        Raises
+        ------
+        InputError
+            If the clip does not exist.
+        """
+        with self.store.session() as s:
+            clip = s.get(Clip, clip_id)
+            if clip is None:
+                raise InputError(f"no clip with id {clip_id} in this project")
+            roots = [Path(r.path) for r in s.exec(select(MediaRoot).where(MediaRoot.dataset_id == clip.dataset_id))]
+        path, problem = _resolve_audio(clip, roots)
+        return AudioSource(clip.id, clip.key, path, problem, clip.layout_override or clip.layout)
 
     def clip_id_for_key(self, key: str) -> int:
         """The id of the clip with dataset key ``key``; InputError when unknown or ambiguous."""
@@ -688,7 +731,61 @@ class DirectionImage:
     note: str
 
 
-def direction_image(path: Path, layout: str | None, n_channels: int) -> DirectionImage:
+AB_SPACING_SETTING = "ab_spacing_m"
+AB_NEEDS_SPACING = (
+    "AB (spaced pair) recording: its direction view needs the microphone spacing. Set it in "
+    "config.toml, e.g. `ab_spacing_m = 0.5` (metres), or choose another layout for the clip."
+)
+
+
+def ab_spacing_from_config() -> tuple[float | None, str | None]:
+    """The AB microphone spacing configured for the direction view.
+
+    Read from the ``ab_spacing_m`` key (metres) of the user's ``config.toml``. There is no
+    built-in default: a guessed spacing would silently give wrong angles.
+
+    Returns
+    -------
+    tuple[float or None, str or None]
+        The spacing (None when unset or unusable) and, when the configured value is unusable
+        or the file cannot be read, a sentence saying why.
+    """
+    from workbench.config import Settings
+
+    try:
+        value = Settings.load().extra.get(AB_SPACING_SETTING)
+    except InputError as exc:
+        return None, str(exc)
+    if value is None:
+        return None, None
+    try:
+        spacing = float(value)
+    except (TypeError, ValueError):
+        spacing = float("nan")
+    if not (math.isfinite(spacing) and 0.0 < spacing <= 100.0):
+        return None, f"config.toml: {AB_SPACING_SETTING} = {value!r} is not a spacing in metres (0 < d <= 100)"
+    return spacing, None
+
+
+def _none(note: str) -> DirectionImage:
+    return DirectionImage("none", None, 0.0, 0.0, (0.0, 1.0), "", note)
+
+
+def _time_span(times: Any) -> tuple[float, float]:
+    if not len(times):
+        return 0.0, 0.0
+    step = float(times[1] - times[0]) if len(times) > 1 else 0.1
+    return float(times[0] - step / 2), float(times[-1] + step / 2)
+
+
+def direction_image(
+    path: Path,
+    layout: str | None,
+    n_channels: int,
+    *,
+    spacing_m: float | None = None,
+    audio: Any = None,
+) -> DirectionImage:
     """Compute the direction view of an audio file for its layout (spatial.md).
 
     Parameters
@@ -699,6 +796,17 @@ def direction_image(path: Path, layout: str | None, n_channels: int) -> Directio
         The clip's layout (override already applied); None detects it from the channel count.
     n_channels
         Channels in the file.
+    spacing_m
+        Microphone spacing of an AB pair in metres (see :func:`ab_spacing_from_config`).
+        Without it an AB clip gets no view, only a note saying what to set.
+    audio
+        The file already decoded (:class:`workbench.audio.loader.AudioData`): the analysis
+        then runs on its samples instead of decoding the file again.
+
+    Returns
+    -------
+    DirectionImage
+        ``kind`` ``none`` with a note for mono recordings and for AB without a spacing.
     """
     import numpy as np
 
@@ -706,39 +814,75 @@ def direction_image(path: Path, layout: str | None, n_channels: int) -> Directio
 
     chosen = layout or ("ambix" if n_channels == 4 else "stereo" if n_channels >= 2 else "mono")
     if n_channels < 2 or chosen == "mono":
-        return DirectionImage("none", None, 0.0, 0.0, (0.0, 1.0), "",
-                              "Mono recording: it carries no direction information.")
+        return _none("Mono recording: it carries no direction information.")
+    if chosen == "ab" and not (spacing_m is not None and spacing_m > 0):
+        return _none(AB_NEEDS_SPACING)
     if chosen in direction.FOA_LAYOUTS:
-        heatmap = direction.foa_heatmap_file(path, layout=chosen)
+        if audio is not None and n_channels >= 4:
+            samples = audio.samples[:, :4]
+            if chosen == "fuma":
+                samples = direction.fuma_to_ambix(samples)
+            heatmap = direction.foa_heatmap(samples, audio.sample_rate)
+        else:
+            heatmap = direction.foa_heatmap_file(path, layout=chosen)
         values = np.asarray(heatmap.values, dtype=np.float32)
         peak = float(values.max()) if values.size else 0.0
         image = values / peak if peak > 0 else values
-        times = np.asarray(heatmap.times, dtype=float)
-        step = float(times[1] - times[0]) if len(times) > 1 else 0.1
+        t0, t1 = _time_span(np.asarray(heatmap.times, dtype=float))
         edges = heatmap.azimuth_edges_deg
         return DirectionImage(
-            "azimuth", image, float(times[0] - step / 2) if len(times) else 0.0,
-            float(times[-1] + step / 2) if len(times) else 0.0, (float(edges[0]), float(edges[-1])),
+            "azimuth", image, t0, t1, (float(edges[0]), float(edges[-1])),
             "azimuth (°, +90 = left)", "FOA azimuth × time (direct energy; counter-clockwise from the front).",
         )
-    result = direction.analyze_direction(path, layout=chosen)
-    frames = result["frames"]
-    times = np.array([f["t"] for f in frames], dtype=float)
+    times, values = _pair_values(path, chosen, spacing_m, audio)
     if chosen in direction.PANORAMA_LAYOUTS:
-        values = np.array([np.nan if f.get("panorama_index") is None else f["panorama_index"] for f in frames])
         edges = np.linspace(-1.0, 1.0, 41)
         kind, label = "panorama", "panorama index (+1 = left)"
         note = f"{chosen}: a level panorama index, not an angle."
     else:
-        values = np.array([np.nan if f["lateral_deg"] is None else f["lateral_deg"] for f in frames])
         edges = np.linspace(-90.0, 90.0, 37)
         kind, label = "lateral", "lateral angle (°, +90 = left)"
         note = "Lateral angle from the time difference: front and back cannot be told apart (each angle has a mirror)."
+        if chosen == "ab":
+            note = f"AB pair, spacing {spacing_m:g} m (config.toml {AB_SPACING_SETTING}). " + note
     image = np.zeros((len(edges) - 1, len(times)), dtype=np.float32)
     valid = np.isfinite(values)
     rows = np.clip(np.searchsorted(edges, values[valid], side="right") - 1, 0, len(edges) - 2)
     image[rows, np.flatnonzero(valid)] = 1.0
-    step = float(times[1] - times[0]) if len(times) > 1 else 0.1
-    t0 = float(times[0] - step / 2) if len(times) else 0.0
-    t1 = float(times[-1] + step / 2) if len(times) else 0.0
+    t0, t1 = _time_span(times)
     return DirectionImage(kind, image, t0, t1, (float(edges[0]), float(edges[-1])), label, note)
+
+
+def _pair_values(path: Path, layout: str, spacing_m: float | None, audio: Any) -> tuple[Any, Any]:
+    """Frame times and per-frame panorama index (panorama layouts) or lateral angle in degrees.
+
+    From decoded samples with the public frame functions of :mod:`workbench.audio.direction`
+    (the same 0.1 s frames, band and lag limits as :func:`~workbench.audio.direction.analyze_direction`),
+    else from the file through ``analyze_direction``.
+    """
+    import numpy as np
+
+    from workbench.audio import direction
+
+    if audio is None:
+        result = direction.analyze_direction(path, layout=layout, spacing_m=spacing_m)
+        frames = result["frames"]
+        times = np.array([f["t"] for f in frames], dtype=float)
+        key = "panorama_index" if layout in direction.PANORAMA_LAYOUTS else "lateral_deg"
+        values = np.array([np.nan if f.get(key) is None else f[key] for f in frames], dtype=float)
+        return times, values
+    samples, rate = audio.samples, audio.sample_rate
+    if samples.shape[1] < 2:
+        raise InputError(f"{path}: layout {layout!r} needs 2 channels but the file has {samples.shape[1]}")
+    left, right = samples[:, 0], samples[:, 1]
+    if layout == "ms":
+        left, right = left + right, left - right
+    if layout in direction.PANORAMA_LAYOUTS:
+        return direction.level_panorama(left, right, rate, frame_s=0.1)
+    band = (direction.DEFAULT_BAND_HZ[0], min(direction.DEFAULT_BAND_HZ[1], rate / 2.0))
+    if layout == "binaural":
+        times, tau = direction.gcc_phat_frames(left, right, rate, frame_s=0.1, max_tau_s=0.0009, band=band)
+        return times, np.degrees(np.atleast_1d(direction.lateral_from_itd_woodworth(-tau)))
+    max_tau_s = max(0.0009, 1.05 * float(spacing_m) / direction.SPEED_OF_SOUND_M_S)
+    times, tau = direction.gcc_phat_frames(left, right, rate, frame_s=0.1, max_tau_s=max_tau_s, band=band)
+    return times, np.degrees(np.atleast_1d(direction.lateral_from_tau_ab(tau, float(spacing_m))))

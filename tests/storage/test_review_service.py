@@ -149,3 +149,114 @@ def test_clip_detail(project) -> None:  # type: ignore[no-untyped-def]
     assert labels_entered(service.clip_detail(c1, me.id))
     escaped = service.clip_detail(c2, me.id)
     assert escaped.audio_path is None and "outside the media roots" in escaped.audio_problem
+
+
+# --------------------------------------------------------------------------- direction view
+
+
+def _write(path, samples, rate):  # type: ignore[no-untyped-def]
+    import soundfile as sf
+
+    sf.write(str(path), samples.astype("float32"), rate, subtype="FLOAT")
+    return path
+
+
+@pytest.fixture
+def direction_files(tmp_path):  # type: ignore[no-untyped-def]
+    import numpy as np
+
+    from workbench.audio import synth
+
+    rate = 16_000
+    rng = np.random.default_rng(5)
+    noise = synth.white_noise(rate * 3, rng)
+    return {
+        "ab": (_write(tmp_path / "ab.wav", synth.spaced_pair(noise, rate, 40.0, 0.3), rate), 40.0),
+        "binaural": (_write(tmp_path / "bin.wav", synth.woodworth_binaural(noise, rate, -30.0), rate), -30.0),
+        "stereo": (_write(tmp_path / "st.wav", np.stack([noise, 0.5 * noise], axis=1), rate), None),
+        "ambix": (_write(tmp_path / "foa.wav", synth.encode_plane_wave(noise, 60.0), rate), 60.0),
+    }
+
+
+def _peak_row_value(view):  # type: ignore[no-untyped-def]
+    import numpy as np
+
+    low, high = view.y_range
+    row = int(np.argmax(view.image.sum(axis=1)))
+    return low + (row + 0.5) * (high - low) / view.image.shape[0]
+
+
+def test_ab_direction_view_needs_a_spacing_and_uses_it(direction_files) -> None:  # type: ignore[no-untyped-def]
+    from workbench.review import AB_NEEDS_SPACING, direction_image
+
+    path, lateral = direction_files["ab"]
+    missing = direction_image(path, "ab", 2)
+    assert missing.kind == "none" and missing.image is None and missing.note == AB_NEEDS_SPACING
+    assert "ab_spacing_m" in missing.note
+    view = direction_image(path, "ab", 2, spacing_m=0.3)
+    assert view.kind == "lateral" and view.image.shape[0] == 36
+    assert "spacing 0.3 m" in view.note and "mirror" in view.note
+    assert abs(_peak_row_value(view) - lateral) <= 5.0
+
+
+@pytest.mark.parametrize("layout", ["ab", "binaural", "stereo", "ms", "ambix", "fuma"])
+def test_direction_from_decoded_samples_equals_the_file_analysis(direction_files, layout) -> None:  # type: ignore[no-untyped-def]
+    import numpy as np
+
+    from workbench.audio.loader import load_audio
+    from workbench.review import direction_image
+
+    path, _ = direction_files["ambix" if layout in ("ambix", "fuma") else "stereo" if layout == "ms" else layout]
+    audio = load_audio(path)
+    n = audio.samples.shape[1]
+    from_file = direction_image(path, layout, n, spacing_m=0.3)
+    shared = direction_image(path, layout, n, spacing_m=0.3, audio=audio)
+    assert (shared.kind, shared.y_range, shared.note) == (from_file.kind, from_file.y_range, from_file.note)
+    assert (shared.t0, shared.t1) == pytest.approx((from_file.t0, from_file.t1))
+    assert shared.image.shape == from_file.image.shape and shared.image.max() > 0
+    np.testing.assert_allclose(shared.image, from_file.image, atol=1e-5)
+
+
+def test_direction_peaks_where_the_source_is(direction_files) -> None:  # type: ignore[no-untyped-def]
+    from workbench.audio.loader import load_audio
+    from workbench.review import direction_image
+
+    for layout in ("binaural", "ambix"):
+        path, where = direction_files[layout]
+        view = direction_image(path, layout, load_audio(path).samples.shape[1], audio=load_audio(path))
+        assert abs(_peak_row_value(view) - where) <= 5.0, layout
+
+
+def test_ab_spacing_comes_from_the_configuration(monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from workbench.config import config_dir
+    from workbench.review import ab_spacing_from_config
+
+    assert ab_spacing_from_config() == (None, None)
+    config = config_dir() / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("ab_spacing_m = 0.42\n", encoding="utf-8")
+    assert ab_spacing_from_config() == (0.42, None)
+    for bad in ("-1", '"wide"', "0"):
+        config.write_text(f"ab_spacing_m = {bad}\n", encoding="utf-8")
+        spacing, problem = ab_spacing_from_config()
+        assert spacing is None and "ab_spacing_m" in problem
+    config.write_text("ab_spacing_m = [", encoding="utf-8")
+    spacing, problem = ab_spacing_from_config()
+    assert spacing is None and "not valid TOML" in problem
+
+
+def test_clip_detail_carries_the_experts_category_polarity(project) -> None:  # type: ignore[no-untyped-def]
+    store, (c1, _c2) = project
+    labels = LabelService(store)
+    me = labels.ensure_annotator("me")
+    other = labels.ensure_annotator("other")
+    service = ReviewService(store, {}, {})
+    assert service.clip_detail(c1, me.id).category("/m/a").expert_category_polarity is None
+    labels.set_category_polarity(me.id, "/m/a", "N")
+    labels.set_category_polarity(other.id, "/m/09x0r", "P")
+    labels.set_category_label(me.id, c1, "/m/a", polarity="P")
+    detail = service.clip_detail(c1, me.id)
+    assert detail.category("/m/a").expert_category_polarity == "N"
+    assert detail.category("/m/a").expert_polarity == "P"
+    assert detail.category("/m/09x0r").expert_category_polarity is None  # someone else's override
+    assert service.clip_detail(c1, other.id).category("/m/09x0r").expert_category_polarity == "P"
