@@ -12,10 +12,8 @@ be ~280 MB) and only reduced per-frame values and maps are kept.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
-import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -831,27 +829,66 @@ def _band_bins_or_all(band: tuple[float, float] | None, sample_rate: int, n_fft:
 
 
 @functools.lru_cache(maxsize=8)
-def _lag_basis(n_fft: int, interp: int, first: int, stop: int, max_lag: int) -> tuple[np.ndarray, np.ndarray]:
-    """Matrices evaluating the zero-padded inverse rfft at lags 0..max_lag only.
+def _lag_chirps(
+    n_fft: int, interp: int, first: int, stop: int, max_lag: int
+) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+    """Chirp-z (Bluestein) factors that evaluate the zero-padded inverse rfft at the lag window only.
 
-    ``irfft(P, n=interp·n_fft)`` at lag j is Σ_k w_k (Re P_k·cos θ_kj − Im P_k·sin θ_kj) with
-    θ_kj = 2πkj/(interp·n_fft) and w_k = 2/(interp·n_fft) (1/(interp·n_fft) for the DC bin and a
-    true Nyquist bin); at lag −j the sine term changes sign. Returns (cos, sin): float32 shaped
-    (stop − first, max_lag + 1) and (stop − first, max_lag) (the sine of lags 1..max_lag), read-only.
+    With n = interp·n_fft, W = e^{2πi/n} and c_k the rfft bins ``first``..``stop − 1`` weighted as
+    ``irfft`` weights them (2/n; 1/n for DC and a true Nyquist bin), ``irfft(c, n)`` at lag
+    j = m − L (m = 0..2L, L = ``max_lag``) is Re Σ_q c_{first+q} W^{(first+q)·j}. Writing
+    q·m = (q² + m² − (m − q)²)/2 turns the sum into a convolution:
+    W^{first·j + m²/2} · Σ_q [c_{first+q} W^{q²/2 − qL}] · W^{−(m−q)²/2}, done with one FFT pair
+    of length ``n_chirp`` ≥ (stop − first) + 2L per frame instead of one inverse FFT of length n.
+
+    Returns
+    -------
+    tuple
+        ``n_chirp``; ``pre`` (per bin, weights included), ``kernel`` (FFT of the chirp
+        W^{−r²/2}, r = −(K−1)..2L, placed for a linear convolution) and ``post`` (per lag), all
+        complex64 and read-only.
     """
     n_interp = interp * n_fft
-    bins = np.arange(first, stop, dtype=np.int64)
-    weight = np.full(bins.size, 2.0 / n_interp)
+    n_bins = stop - first
+    n_lags = 2 * max_lag + 1
+    n_chirp = scipy.fft.next_fast_len(n_bins + n_lags - 1)
+
+    def w_power(doubled: np.ndarray) -> np.ndarray:
+        # W^(doubled/2), with the integer exponent reduced first so the angle stays exact.
+        return np.exp(1j * math.pi * np.mod(doubled, 2 * n_interp) / n_interp)
+
+    q = np.arange(n_bins, dtype=np.int64)
+    bins = first + q
+    weight = np.full(n_bins, 2.0 / n_interp)
     weight[bins == 0] = 1.0 / n_interp
     if n_interp % 2 == 0:
         weight[bins == n_interp // 2] = 1.0 / n_interp
-    # k·j mod n first keeps the angle exact for large products.
-    phase = (np.outer(bins, np.arange(max_lag + 1, dtype=np.int64)) % n_interp) * (2.0 * math.pi / n_interp)
-    cos = (weight[:, None] * np.cos(phase)).astype(np.float32)
-    sin = (weight[:, None] * np.sin(phase[:, 1:])).astype(np.float32)
-    cos.flags.writeable = False
-    sin.flags.writeable = False
-    return cos, sin
+    pre = weight * w_power(q * q - 2 * q * max_lag)
+    r = np.arange(-(n_bins - 1), n_lags, dtype=np.int64)
+    chirp = np.zeros(n_chirp, dtype=np.complex128)
+    chirp[r % n_chirp] = w_power(-r * r)
+    kernel = scipy.fft.fft(chirp)
+    m = np.arange(n_lags, dtype=np.int64)
+    post = w_power(2 * first * (m - max_lag) + m * m)
+    factors = tuple(np.asarray(f, dtype=np.complex64) for f in (pre, kernel, post))
+    for f in factors:
+        f.flags.writeable = False
+    return (n_chirp, *factors)
+
+
+def _correlation_at_lags(spectrum: np.ndarray, n_fft: int, interp: int, first: int, max_lag: int) -> np.ndarray:
+    """``irfft(X, n=interp·n_fft)`` at lags −max_lag..max_lag, per row, from rfft bins ``first``.. only.
+
+    ``spectrum`` holds bins ``first`` .. ``first + width − 1`` (complex64, rows = frames; the
+    other bins count as 0) and is overwritten. Returns float32 shaped (rows, 2·max_lag + 1).
+    """
+    n_chirp, pre, kernel, post = _lag_chirps(n_fft, interp, first, first + spectrum.shape[-1], max_lag)
+    spectrum *= pre
+    convolved = scipy.fft.fft(spectrum, n=n_chirp, axis=-1, workers=_FFT_WORKERS)
+    convolved *= kernel
+    lags = scipy.fft.ifft(convolved, axis=-1, overwrite_x=True, workers=_FFT_WORKERS)[:, : 2 * max_lag + 1]
+    lags *= post
+    return lags.real
 
 
 def _pair_spectra_chunks(
@@ -873,47 +910,6 @@ def _pair_spectra_chunks(
         yield chunk, scipy.fft.rfft(padded[:, : stop - start], axis=-1, workers=_FFT_WORKERS)
 
 
-_blas_lock = threading.Lock()
-_blas_single_users = 0
-_blas_restore: Any = None
-
-
-@functools.cache
-def _blas_controller() -> Any:
-    try:
-        from threadpoolctl import ThreadpoolController
-    except ImportError:  # pragma: no cover - scikit-learn (a dependency) brings threadpoolctl
-        return None
-    return ThreadpoolController()
-
-
-@contextlib.contextmanager
-def _single_threaded_blas() -> Iterator[None]:
-    """Run the GCC-PHAT matrix products on one BLAS thread.
-
-    They are many medium-sized products: OpenBLAS's own threads (which spin while they wait)
-    made them several times slower whenever the other core was busy, e.g. with the spectrogram
-    computed alongside. Nested and concurrent users share one limit, restored by the last.
-    """
-    global _blas_single_users, _blas_restore
-    controller = _blas_controller()
-    if controller is None:
-        yield
-        return
-    with _blas_lock:
-        if _blas_single_users == 0:
-            _blas_restore = controller.limit(limits=1, user_api="blas")
-        _blas_single_users += 1
-    try:
-        yield
-    finally:
-        with _blas_lock:
-            _blas_single_users -= 1
-            if _blas_single_users == 0 and _blas_restore is not None:
-                _blas_restore.restore_original_limits()
-                _blas_restore = None
-
-
 def _gcc_phat_tau(
     spectra: np.ndarray,
     n_fft: int,
@@ -925,32 +921,22 @@ def _gcc_phat_tau(
     """τ = t_L − t_R per frame from the (2, frames, bins) rfft spectra of :func:`_pair_spectra_chunks`.
 
     The PHAT-whitened cross-spectrum of the ``bins`` range is transformed back only at the lags
-    the search needs (|lag| ≤ ``max_tau_s``, on the ×``interp`` zero-padded grid) with two
-    matrix products, which equals the ×``interp`` zero-padded inverse FFT there at a fraction
-    of its cost; the peak is then refined by a parabola through its neighbours.
+    the search needs (|lag| ≤ ``max_tau_s`` on the ×``interp`` zero-padded grid) with a chirp-z
+    transform (:func:`_lag_chirps`), which equals the ×``interp`` zero-padded inverse FFT there
+    at a fraction of its cost; the peak is then refined by a parabola through its neighbours.
     """
     first, stop = bins
     n_interp = interp * n_fft
-    max_lag = min(int(math.ceil(max_tau_s * sample_rate * interp)), n_interp // 2 - 1)
+    max_lag = max(min(int(math.ceil(max_tau_s * sample_rate * interp)), n_interp // 2 - 1), 0)
     cross = np.conjugate(spectra[1, :, first:stop])
     cross *= spectra[0, :, first:stop]
     magnitude = np.abs(cross)
     # Numerically empty bins (far below the strongest one) stay 0 instead of getting a random phase.
     inverse = np.zeros_like(magnitude)
     np.divide(1.0, magnitude, out=inverse, where=magnitude > 1e-20 * magnitude.max(initial=0.0))
-    phat_real = cross.real * inverse
-    phat_imag = cross.imag * inverse
-    del cross, magnitude, inverse
-    cos, sin = _lag_basis(n_fft, interp, first, stop, max(max_lag, 0))
-    even = phat_real @ cos  # Σ Re·cos: the part symmetric in the lag
-    n_frames = even.shape[0]
-    window = np.empty((n_frames, 2 * max_lag + 1), dtype=np.float64)
-    window[:, max_lag] = even[:, 0]
-    if max_lag:
-        odd = phat_imag @ sin  # Σ Im·sin: the antisymmetric part
-        # Lags −max_lag..max_lag: with r(k) = Σ l[n+k]·r[n] the peak sits at k = t_L − t_R.
-        window[:, max_lag + 1 :] = even[:, 1:] - odd
-        window[:, :max_lag] = (even[:, 1:] + odd)[:, ::-1]
+    cross *= inverse
+    # Lags −max_lag..max_lag: with r(k) = Σ l[n+k]·r[n] the peak sits at k = t_L − t_R.
+    window = _correlation_at_lags(cross, n_fft, interp, first, max_lag).astype(np.float64)
     peak = np.argmax(window, axis=1)
     refined = peak.astype(np.float64)
     inner = (peak > 0) & (peak < window.shape[1] - 1)
@@ -1017,12 +1003,11 @@ def gcc_phat_frames(
     tau = np.zeros(left_frames.shape[0])
     silent = np.zeros(left_frames.shape[0], dtype=bool)
     # Chunks of frames bound the temporary spectra and keep them in cache.
-    with _single_threaded_blas():
-        for chunk, spectra in _pair_spectra_chunks(left_frames, right_frames, window, n_fft):
-            tau[chunk] = _gcc_phat_tau(spectra, n_fft, sample_rate, max_tau_s, interp, bins)
-            silent[chunk] = (_mean_square(left_frames[chunk]) < _SILENCE_MEAN_SQUARE) | (
-                _mean_square(right_frames[chunk]) < _SILENCE_MEAN_SQUARE
-            )
+    for chunk, spectra in _pair_spectra_chunks(left_frames, right_frames, window, n_fft):
+        tau[chunk] = _gcc_phat_tau(spectra, n_fft, sample_rate, max_tau_s, interp, bins)
+        silent[chunk] = (_mean_square(left_frames[chunk]) < _SILENCE_MEAN_SQUARE) | (
+            _mean_square(right_frames[chunk]) < _SILENCE_MEAN_SQUARE
+        )
     tau[silent] = np.nan
     times = (np.arange(left_frames.shape[0]) + 0.5) * frame_len / sample_rate
     return times, tau
@@ -1077,9 +1062,10 @@ def level_panorama(
     tuple[numpy.ndarray, numpy.ndarray]
         Frame centres in seconds and the panorama index.
     """
-    left_frames, right_frames, frame_len = _frames_2ch(left, right, sample_rate, frame_s)
-    energy_left = np.mean(left_frames**2, axis=1)
-    energy_right = np.mean(right_frames**2, axis=1)
+    left_frames, right_frames, frame_len = _frames_2ch(left, right, sample_rate, frame_s, keep_float32=True)
+    # float64 squares (exact for float32 samples) without a float64 copy of the signal.
+    energy_left = np.mean(np.square(left_frames, dtype=np.float64), axis=1)
+    energy_right = np.mean(np.square(right_frames, dtype=np.float64), axis=1)
     total = energy_left + energy_right
     with np.errstate(invalid="ignore", divide="ignore"):
         index = np.where(total / 2 < _SILENCE_MEAN_SQUARE, np.nan, (energy_left - energy_right) / total)
@@ -1106,13 +1092,21 @@ def ild_db(
     return times, _ild_from_spectra(spectrum_left, spectrum_right, sample_rate, frame_len, min_freq)
 
 
+def _row_power(spectrum: np.ndarray) -> np.ndarray:
+    """Σ|X|² per row, float64."""
+    if spectrum.dtype == np.complex64:
+        # Squares of the float32 real and imaginary parts, summed pairwise (relative error ~1e-7)
+        # without the hypot of np.abs.
+        return np.square(spectrum.view(np.float32)).sum(axis=1).astype(np.float64)
+    return np.sum(np.abs(spectrum) ** 2, axis=1)
+
+
 def _ild_from_spectra(
     spectrum_left: np.ndarray, spectrum_right: np.ndarray, sample_rate: int, n_fft: int, min_freq: float
 ) -> np.ndarray:
     first = int(math.ceil(min_freq * n_fft / sample_rate))
-    # float64 sums also for float32 spectra.
-    power_left = np.sum(np.abs(spectrum_left[:, first:]) ** 2, axis=1, dtype=np.float64)
-    power_right = np.sum(np.abs(spectrum_right[:, first:]) ** 2, axis=1, dtype=np.float64)
+    power_left = _row_power(spectrum_left[:, first:])
+    power_right = _row_power(spectrum_right[:, first:])
     floor = _SILENCE_MEAN_SQUARE * n_fft * n_fft
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(
@@ -1140,7 +1134,7 @@ class _PairStream:
         self.sample_rate = sample_rate
         self.frame_len = max(2, int(round(frame_s * sample_rate)))
         self.n_fft = scipy.fft.next_fast_len(2 * self.frame_len, real=True)
-        self.window = scipy.signal.get_window("hann", self.frame_len)
+        self.window = scipy.signal.get_window("hann", self.frame_len).astype(np.float32)
         self.bins = _band_bins_or_all(band, sample_rate, self.n_fft)
         self.max_tau_s = max_tau_s
         self.interp = interp
@@ -1153,22 +1147,28 @@ class _PairStream:
         self._energy: list[np.ndarray] = []
 
     def push(self, block: np.ndarray) -> None:
-        buffer = np.concatenate([self._buffer, np.asarray(block, dtype=np.float64)[:, :2]])
+        block = np.asarray(block)[:, :2]
+        # Decoded audio is float32: keep it (the spectra are float32 anyway); energies below are
+        # still float64 sums of exact squares.
+        dtype = np.float32 if block.dtype == np.float32 else np.float64
+        buffer = np.concatenate([self._buffer.astype(dtype, copy=False), block.astype(dtype, copy=False)])
         n_frames = buffer.shape[0] // self.frame_len
         if n_frames:
             framed = buffer[: n_frames * self.frame_len].reshape(n_frames, self.frame_len, 2)
             left, right = framed[..., 0], framed[..., 1]
             tau = np.full(n_frames, np.nan)
             ild = np.empty(n_frames)
-            with _single_threaded_blas():
-                for chunk, spectra in _pair_spectra_chunks(left, right, self.window, self.n_fft):
-                    if self.need_tau:
-                        tau[chunk] = _gcc_phat_tau(
-                            spectra, self.n_fft, self.sample_rate, self.max_tau_s, self.interp, self.bins
-                        )
-                    ild[chunk] = _ild_from_spectra(spectra[0], spectra[1], self.sample_rate, self.n_fft, 1500.0)
-            energy_left = np.mean(left**2, axis=1)
-            energy_right = np.mean(right**2, axis=1)
+            energy_left = np.empty(n_frames)
+            energy_right = np.empty(n_frames)
+            for chunk, spectra in _pair_spectra_chunks(left, right, self.window, self.n_fft):
+                if self.need_tau:
+                    tau[chunk] = _gcc_phat_tau(
+                        spectra, self.n_fft, self.sample_rate, self.max_tau_s, self.interp, self.bins
+                    )
+                ild[chunk] = _ild_from_spectra(spectra[0], spectra[1], self.sample_rate, self.n_fft, 1500.0)
+                # Mean squares of exact float64 squares, chunk by chunk while the frames are in cache.
+                energy_left[chunk] = np.mean(np.square(left[chunk], dtype=np.float64), axis=1)
+                energy_right[chunk] = np.mean(np.square(right[chunk], dtype=np.float64), axis=1)
             silent = (energy_left < _SILENCE_MEAN_SQUARE) | (energy_right < _SILENCE_MEAN_SQUARE)
             tau[silent] = np.nan
             total = energy_left + energy_right
@@ -1211,7 +1211,7 @@ def _read_blocks(path: Path, block_s: float) -> tuple[int, int, Iterator[np.ndar
     return info.sample_rate, info.n_channels, (block for _, block in iter_blocks(path, block_frames))
 
 
-def _resolve_layout(path: Path, n_channels: int, layout: str | None) -> str:
+def _resolve_layout(path: str | Path, n_channels: int, layout: str | None) -> str:
     from workbench.audio.layout import channels_for_layout, detect_layout
 
     chosen = detect_layout(n_channels, override=layout)
@@ -1299,11 +1299,68 @@ def analyze_direction(
     """
     path = Path(path)
     sample_rate, n_channels, blocks = _read_blocks(path, block_s)
-    chosen = _resolve_layout(path, n_channels, layout)
+    return _analyze_blocks(path, blocks, sample_rate, n_channels, layout, band, spacing_m)
+
+
+def analyze_direction_samples(
+    samples: np.ndarray,
+    sample_rate: int,
+    *,
+    layout: str | None = None,
+    band: tuple[float, float] | None = None,
+    spacing_m: float | None = None,
+    block_s: float = 20.0,
+    name: str = "audio",
+) -> dict[str, Any]:
+    """:func:`analyze_direction` of audio already decoded, so a clip being opened is decoded once.
+
+    Parameters
+    ----------
+    samples
+        Samples shaped (frames, channels), e.g. :attr:`workbench.audio.loader.AudioData.samples`.
+    sample_rate
+        Sample rate in Hz.
+    layout, band, spacing_m, block_s
+        As in :func:`analyze_direction`; blocks of the same length give the same result as
+        streaming the file.
+    name
+        How error messages name the audio (e.g. its path).
+
+    Returns
+    -------
+    dict
+        The same keys and values as :func:`analyze_direction`.
+
+    Raises
+    ------
+    NoDirectionInformation
+        For mono audio (or a mono layout override).
+    InputError
+        A layout that needs more channels than there are, a bad band, or ``ab`` without a spacing.
+    """
+    samples = np.asarray(samples)
+    if samples.ndim != 2:
+        raise ValueError(f"samples must be shaped (frames, channels), got {samples.shape}")
+    if sample_rate <= 0:
+        raise ValueError(f"sample rate must be positive, got {sample_rate}")
+    blocks = _blocks_of(samples, max(1, int(block_s * sample_rate)))
+    return _analyze_blocks(name, blocks, sample_rate, samples.shape[1], layout, band, spacing_m)
+
+
+def _analyze_blocks(
+    name: str | Path,
+    blocks: Iterable[np.ndarray],
+    sample_rate: int,
+    n_channels: int,
+    layout: str | None,
+    band: tuple[float, float] | None,
+    spacing_m: float | None,
+) -> dict[str, Any]:
+    chosen = _resolve_layout(name, n_channels, layout)
     if band is None:
         band = (DEFAULT_BAND_HZ[0], min(DEFAULT_BAND_HZ[1], sample_rate / 2.0))
     if chosen == "ab" and not (spacing_m is not None and spacing_m > 0):
-        raise InputError(f"{path}: an AB (spaced pair) layout needs the microphone spacing: pass --spacing METRES")
+        raise InputError(f"{name}: an AB (spaced pair) layout needs the microphone spacing: pass --spacing METRES")
     if chosen in FOA_LAYOUTS:
         return _analyze_foa(blocks, sample_rate, chosen, band)
     return _analyze_pair(blocks, sample_rate, chosen, band, spacing_m)
