@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
+import shiboken6
 from PySide6.QtWidgets import QApplication, QInputDialog, QWidget
 
 from storage import Store, open_store
@@ -41,12 +42,32 @@ def choose_annotator(labels: LabelService, explicit: str | None, parent: QWidget
     return info
 
 
+def dispose_window(window: QWidget | None) -> None:
+    """Shut a main window down and delete its C++ object now, while the QApplication lives.
+
+    Left to Python's garbage collector at interpreter exit, the window (and its pyqtgraph
+    scene) could be destroyed after the application object, which can crash on exit.
+    """
+    if window is None or not shiboken6.isValid(window):
+        return
+    shutdown = getattr(window, "shutdown", None)
+    if shutdown is not None:
+        shutdown()
+    window.hide()
+    shiboken6.delete(window)
+
+
 def run_gui(db: str, annotator: str | None = None, *, clip_key: str | None = None) -> int:
-    """Open the workbench on project ``db`` and run the event loop; returns the exit code."""
+    """Open the workbench on project ``db`` and run the event loop; returns the exit code.
+
+    The main window is shut down and deleted explicitly before this returns (see
+    :func:`dispose_window`).
+    """
     from ui.main_window import MainWindow
 
     app = ensure_application()
     store: Store = open_store(db)
+    window = None
     try:
         info = choose_annotator(LabelService(store), annotator)
         window = MainWindow(store, info)
@@ -56,7 +77,8 @@ def run_gui(db: str, annotator: str | None = None, *, clip_key: str | None = Non
         elif window.browser.visible_clip_ids():
             window.open_clip(window.browser.visible_clip_ids()[0])
         code = app.exec()
-        window.shutdown()
         return int(code)
     finally:
+        dispose_window(window)
+        window = None
         store.dispose()

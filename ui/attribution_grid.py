@@ -1,9 +1,13 @@
 """Attribution grid: one row per detected category; judges, consensus, polarity, the expert's label.
 
-The expert's contribution and effect are edited through combo-box delegates; an edit
-is handed to the window as ``editRequested(category_id, field, value)`` and becomes a
-command there (house rule 1). In blind mode the judges' columns are hidden until the
-expert has entered their own labels (:func:`workbench.review.labels_entered`).
+The expert's contribution, effect and polarities are edited through combo-box delegates; an
+edit is handed to the window as ``editRequested(category_id, field, value)`` and becomes a
+command there (house rule 1): ``contribution``, ``effect`` and ``polarity`` (the per-clip
+polarity) are :class:`~workbench.commands.SetCategoryLabel` fields, ``category_polarity`` is
+the expert's pool-wide P / N / neutral for the category
+(:class:`~workbench.commands.SetCategoryPolarity`, curation-model.md section 4); every edit
+can be undone. In blind mode the judges' columns, the consensus and the run's polarity are
+hidden until the expert has entered their own labels (:func:`workbench.review.labels_entered`).
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from typing import Any
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, Signal
 from PySide6.QtWidgets import QComboBox, QStyledItemDelegate, QTableView, QWidget
 
-from workbench.labels import CONTRIBUTIONS, EFFECTS
+from workbench.labels import CONTRIBUTIONS, EFFECTS, POLARITIES
 from workbench.review import CategoryRow, ClipDetail
 
 CONTRIBUTION_TEXT = {0: "0 not used", 1: "1 minor", 2: "2 supporting", 3: "3 decisive"}
@@ -21,7 +25,8 @@ _Index = QModelIndex | QPersistentModelIndex
 
 
 class AttributionModel(QAbstractTableModel):
-    """Columns: category, tag p, one per judge, consensus, polarity, your contribution, your effect."""
+    """Columns: category, tag p, one per judge, consensus, polarity, your contribution, your effect,
+    your polarity on this clip, your polarity of the category on all clips."""
 
     editRequested = Signal(str, str, object)
 
@@ -56,11 +61,37 @@ class AttributionModel(QAbstractTableModel):
     def effect_column(self) -> int:
         return self.consensus_column + 3
 
+    @property
+    def clip_polarity_column(self) -> int:
+        return self.consensus_column + 4
+
+    @property
+    def category_polarity_column(self) -> int:
+        return self.consensus_column + 5
+
+    def editable_fields(self) -> dict[int, str]:
+        """Editable column → the edited field (as sent with ``editRequested``)."""
+        return {
+            self.contribution_column: "contribution",
+            self.effect_column: "effect",
+            self.clip_polarity_column: "polarity",
+            self.category_polarity_column: "category_polarity",
+        }
+
+    @staticmethod
+    def _value(row: CategoryRow, field: str) -> Any:
+        return {
+            "contribution": row.expert_contribution,
+            "effect": row.expert_effect,
+            "polarity": row.expert_polarity,
+            "category_polarity": row.expert_category_polarity,
+        }[field]
+
     def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: N802
         return 0 if parent.isValid() else len(self.rows)
 
     def columnCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: N802
-        return 0 if parent.isValid() else 6 + len(self.judges)
+        return 0 if parent.isValid() else 8 + len(self.judges)
 
     def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:  # noqa: N802
         if orientation != Qt.Orientation.Horizontal or role != Qt.ItemDataRole.DisplayRole:
@@ -68,20 +99,24 @@ class AttributionModel(QAbstractTableModel):
         if section in self.judge_columns():
             return self.judges[section - 2]
         names = {0: "category", 1: "tag p", self.consensus_column: "consensus", self.polarity_column: "polarity",
-                 self.contribution_column: "your contribution", self.effect_column: "your effect"}
+                 self.contribution_column: "your contribution", self.effect_column: "your effect",
+                 self.clip_polarity_column: "your P/N (this clip)",
+                 self.category_polarity_column: "your P/N (all clips)"}
         return names.get(section)
 
     def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid():
             return None
         row, column = self.rows[index.row()], index.column()
+        field = self.editable_fields().get(column)
         if role == Qt.ItemDataRole.EditRole:
-            if column == self.contribution_column:
-                return row.expert_contribution
-            if column == self.effect_column:
-                return row.expert_effect
-            return None
+            return self._value(row, field) if field is not None else None
         if role == Qt.ItemDataRole.ToolTipRole:
+            if column == self.clip_polarity_column:
+                return "Your polarity for this category on this clip only (overrides the category's sign here)"
+            if column == self.category_polarity_column:
+                return ("Your polarity for this category on every clip (overrides the fitted one at the next fit); "
+                        "— keeps the fitted polarity")
             if column in self.judge_columns():
                 judgment = row.judgments.get(self.judges[column - 2])
                 if judgment is None:
@@ -115,11 +150,15 @@ class AttributionModel(QAbstractTableModel):
             return CONTRIBUTION_TEXT.get(row.expert_contribution, "") if row.expert_contribution is not None else ""
         if column == self.effect_column:
             return row.expert_effect or ""
+        if column == self.clip_polarity_column:
+            return row.expert_polarity or ""
+        if column == self.category_polarity_column:
+            return row.expert_category_polarity or ""
         return None
 
     def flags(self, index: _Index) -> Qt.ItemFlag:
         base = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
-        if index.column() in (self.contribution_column, self.effect_column):
+        if index.column() in self.editable_fields():
             return base | Qt.ItemFlag.ItemIsEditable
         return base
 
@@ -128,17 +167,11 @@ class AttributionModel(QAbstractTableModel):
         if role != Qt.ItemDataRole.EditRole or not index.isValid():
             return False
         row = self.rows[index.row()]
-        if index.column() == self.contribution_column:
-            if value == row.expert_contribution:
-                return False
-            self.editRequested.emit(row.category_id, "contribution", value)
-            return True
-        if index.column() == self.effect_column:
-            if value == row.expert_effect:
-                return False
-            self.editRequested.emit(row.category_id, "effect", value)
-            return True
-        return False
+        field = self.editable_fields().get(index.column())
+        if field is None or value == self._value(row, field):
+            return False
+        self.editRequested.emit(row.category_id, field, value)
+        return True
 
 
 class ChoiceDelegate(QStyledItemDelegate):
@@ -172,6 +205,7 @@ class AttributionGrid(QTableView):
         self.setModel(self.grid_model)
         self.contribution_delegate = ChoiceDelegate([(c, CONTRIBUTION_TEXT[c]) for c in CONTRIBUTIONS], self)
         self.effect_delegate = ChoiceDelegate([(e, e) for e in EFFECTS], self)
+        self.polarity_delegate = ChoiceDelegate([(p, p) for p in POLARITIES], self)
         self.verticalHeader().setVisible(False)
         self.horizontalHeader().setStretchLastSection(True)
         self.setEditTriggers(QTableView.EditTrigger.AllEditTriggers)
@@ -183,6 +217,8 @@ class AttributionGrid(QTableView):
             self.setItemDelegateForColumn(column, None)  # type: ignore[arg-type]
         self.setItemDelegateForColumn(self.grid_model.contribution_column, self.contribution_delegate)
         self.setItemDelegateForColumn(self.grid_model.effect_column, self.effect_delegate)
+        self.setItemDelegateForColumn(self.grid_model.clip_polarity_column, self.polarity_delegate)
+        self.setItemDelegateForColumn(self.grid_model.category_polarity_column, self.polarity_delegate)
         self.set_judges_visible(judges_visible)
         self.resizeColumnsToContents()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QKeySequence
@@ -42,13 +43,26 @@ def test_opening_a_clip_paints_spectrogram_and_direction_view(make_window, demo_
     assert "mirror" in view.direction_note.textItem.toPlainText()
 
 
-def test_zoom_rerenders_only_the_visible_window(make_window, demo_store) -> None:  # type: ignore[no-untyped-def]
+def test_zoom_and_scroll_show_the_visible_window_without_recolouring(make_window, demo_store) -> None:  # type: ignore[no-untyped-def]
     window = make_window()
     window.open_clip(_clip_id(demo_store, "DEMO-0002"))
     view = window.player_view
-    view.spec_plot.setXRange(2.0, 3.0, padding=0)
-    rect = view.spec_image.mapRectToParent(view.spec_image.boundingRect())
-    assert 1.5 < rect.left() <= 2.0 and 3.0 <= rect.right() < 3.5
+    image = view.spec_image
+    renders = image.renders
+    assert renders >= 1 and image.window is not None
+    for t0, t1 in [(2.0, 3.0), (2.5, 3.5), (8.0, 11.0)]:
+        view.spec_plot.setXRange(t0, t1, padding=0)
+        rect = image.mapRectToParent(image.boundingRect())
+        assert rect.left() <= t0 and t1 <= rect.right()  # the shown image covers the view
+    # a 12 s clip fits level 0 on screen: zooming in and scrolling only rescale the image
+    assert image.renders == renders
+    # the waveform follows the view
+    x, _y = view.wave_curve.getData()
+    assert x.min() <= 8.0 and 11.0 <= x.max() + 0.01 and x.max() <= 11.5
+    # new dB levels re-colour the image once, at the same window
+    window_before = image.window
+    view.db_low.setValue(-60.0)
+    assert image.renders == renders + 1 and image.window == window_before
 
 
 def test_clicking_a_time_reference_seeks_the_player(make_window, demo_store, qtbot) -> None:  # type: ignore[no-untyped-def]
@@ -259,3 +273,209 @@ def test_layout_is_remembered(make_window) -> None:  # type: ignore[no-untyped-d
     assert settings.value("geometry") is not None and settings.value("window_state") is not None
     again = make_window()
     assert (again.size().width(), again.size().height()) == (700, 500)
+
+
+def test_grid_edits_polarities_with_undo(make_window, demo_store) -> None:  # type: ignore[no-untyped-def]
+    window = make_window()
+    window.blind_action.setChecked(False)
+    clip_id = _clip_id(demo_store, "DEMO-0002")
+    window.open_clip(clip_id)
+    model, grid = window.grid.grid_model, window.grid
+    row = [r.category_id for r in model.rows].index("/m/05kq4")
+    labels = LabelService(demo_store)
+    me = window.annotator.id
+
+    def pool() -> dict:
+        return {p.category_id: p.polarity for p in labels.category_polarities(me)}
+
+    def per_clip() -> dict:
+        return {l.category_id: l.polarity for l in labels.category_labels(clip_id, me)}
+
+    column = model.category_polarity_column
+    assert model.headerData(column, Qt.Orientation.Horizontal) == "your P/N (all clips)"
+    assert model.flags(model.index(row, column)) & Qt.ItemFlag.ItemIsEditable
+    assert not grid.isColumnHidden(column)
+    assert grid.itemDelegateForColumn(column) is grid.polarity_delegate
+    assert model.setData(model.index(row, column), "N")
+    assert pool()["/m/05kq4"] == "N"
+    assert model.index(row, column).data() == "N" and model.index(row, column).data(Qt.ItemDataRole.EditRole) == "N"
+    assert not model.setData(model.index(row, column), "N")  # unchanged: no command
+    assert model.setData(model.index(row, model.clip_polarity_column), "P")
+    assert per_clip()["/m/05kq4"] == "P" and pool()["/m/05kq4"] == "N"
+    assert model.index(row, model.clip_polarity_column).data() == "P"
+    window.undo()
+    assert per_clip()["/m/05kq4"] is None and pool()["/m/05kq4"] == "N"
+    window.undo()
+    assert pool()["/m/05kq4"] is None
+    assert model.index(row, column).data() == ""
+    window.redo()
+    assert pool()["/m/05kq4"] == "N" and model.index(row, column).data() == "N"
+    # the other clips show the pool-wide polarity too
+    other = _clip_id(demo_store, "DEMO-0004")
+    window.open_clip(other)
+    rows = {r.category_id: r for r in window.grid.grid_model.rows}
+    if "/m/05kq4" in rows:
+        assert rows["/m/05kq4"].expert_category_polarity == "N"
+    history = [h.action for h in labels.history(annotator_id=me)]
+    assert history[-5:] == ["do", "do", "undo", "undo", "redo"]
+
+
+def test_polarity_delegate_offers_p_n_neutral_and_clear(make_window, demo_store, qtbot) -> None:  # type: ignore[no-untyped-def]
+    window = make_window()
+    window.open_clip(_clip_id(demo_store, "DEMO-0002"))
+    grid, model = window.grid, window.grid.grid_model
+    index = model.index(0, model.category_polarity_column)
+    editor = grid.polarity_delegate.createEditor(grid.viewport(), None, index)
+    assert [editor.itemText(i) for i in range(editor.count())] == ["—", "P", "N", "neutral"]
+    editor.setCurrentIndex(2)
+    grid.polarity_delegate.setModelData(editor, model, index)
+    assert {p.category_id: p.polarity for p in LabelService(demo_store).category_polarities(window.annotator.id)} == {
+        model.rows[0].category_id: "N"
+    }
+
+
+def test_ab_clip_without_spacing_explains_instead_of_failing(make_window, demo_store) -> None:  # type: ignore[no-untyped-def]
+    clip_id = _clip_id(demo_store, "DEMO-0003")
+    with demo_store.write() as s:
+        s.get(Clip, clip_id).layout_override = "ab"
+    window = make_window()
+    window.open_clip(clip_id)
+    view = window.player_view
+    assert view.clip_id == clip_id  # it still plays
+    assert view.direction_image.image is None
+    assert "needs the microphone spacing" in view.direction_note.textItem.toPlainText()
+
+
+def test_ab_clip_uses_the_configured_spacing(make_window, demo_store) -> None:  # type: ignore[no-untyped-def]
+    from workbench.config import config_dir
+
+    config = config_dir() / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("ab_spacing_m = 0.25\n", encoding="utf-8")
+    clip_id = _clip_id(demo_store, "DEMO-0003")
+    with demo_store.write() as s:
+        s.get(Clip, clip_id).layout_override = "ab"
+    window = make_window()
+    window.open_clip(clip_id)
+    view = window.player_view
+    assert view.direction_image.image.shape[0] == 36
+    assert "spacing 0.25 m" in view.direction_note.textItem.toPlainText()
+
+
+def test_spectrogram_is_handed_over_before_the_playback_decode(monkeypatch, demo_store) -> None:  # type: ignore[no-untyped-def]
+    import threading
+
+    import workbench.audio.loader as loader
+    from ui import workers
+    from workbench.audio.spectrogram import SpectrogramParams
+
+    detail = ReviewService(demo_store, {}, {}).clip_detail(_clip_id(demo_store, "DEMO-0004"))
+    events: list[str] = []
+    real_load = loader.load_audio
+    real_hash = loader.content_hash
+
+    def load(*args, **kwargs):  # type: ignore[no-untyped-def]
+        events.append("decode")
+        return real_load(*args, **kwargs)
+
+    def digest(*args, **kwargs):  # type: ignore[no-untyped-def]
+        events.append("hash")
+        return real_hash(*args, **kwargs)
+
+    real_blocks = loader.iter_blocks
+
+    def blocks(*args, **kwargs):  # type: ignore[no-untyped-def]
+        events.append("re-read")  # the direction analysis reading the file again
+        return real_blocks(*args, **kwargs)
+
+    monkeypatch.setattr(loader, "load_audio", load)
+    monkeypatch.setattr(loader, "content_hash", digest)
+    monkeypatch.setattr(loader, "iter_blocks", blocks)
+    monkeypatch.setattr(workers, "_digest_memo", type(workers._digest_memo)())  # noqa: SLF001 - fresh memo
+    request = workers.AudioRequest(1, detail.clip_id, detail.audio_path, detail.layout, SpectrogramParams())
+    result = workers.load_clip_audio(request, threading.Event(), lambda partial: events.append(partial.stage))
+    assert result.error is None and result.direction.kind == "azimuth"
+    # the spectrogram is handed over before the playback decode, which the direction view shares
+    assert events.count("hash") == 1 and events[events.index("spectrogram") + 1 :] == ["decode"]
+    events.clear()
+    workers.load_clip_audio(request, threading.Event(), lambda partial: events.append(partial.stage))
+    assert events == ["spectrogram", "decode"]  # cached pyramid; the file's hash is remembered (same size, mtime)
+    # the player shares the decoded samples instead of keeping a second copy
+    from workbench.audio.playback import NullSink, Player
+
+    player = Player(NullSink())
+    player.load(result.samples, result.sample_rate, detail.layout)
+    assert np.shares_memory(player._samples, result.samples)  # noqa: SLF001 - no public accessor
+
+
+def test_run_gui_deletes_the_window_before_returning(monkeypatch, demo_db, qapp) -> None:  # type: ignore[no-untyped-def]
+    import shiboken6
+    from PySide6.QtCore import QTimer
+
+    import ui.main_window
+    from ui.app import run_gui
+    from workbench.audio.playback import NullSink, Player
+
+    built = []
+
+    class Recorded(ui.main_window.MainWindow):
+        def __init__(self, store, annotator, **kwargs):  # type: ignore[no-untyped-def]
+            super().__init__(store, annotator, player=Player(NullSink()), force_sync=True)
+            built.append(self)
+            QTimer.singleShot(0, qapp.quit)
+
+    monkeypatch.setattr(ui.main_window, "MainWindow", Recorded)
+    assert run_gui(str(demo_db), "tester", clip_key="DEMO-0001") == 0
+    assert len(built) == 1 and not shiboken6.isValid(built[0])
+    assert QSettings(str(settings_path()), QSettings.Format.IniFormat).value("geometry") is not None
+
+
+def test_worker_waits_for_the_paint_before_decoding(demo_store, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import threading
+    import time
+
+    import workbench.audio.loader as loader
+    from ui import workers
+    from workbench.audio.spectrogram import SpectrogramParams
+
+    detail = ReviewService(demo_store, {}, {}).clip_detail(_clip_id(demo_store, "DEMO-0002"))
+    request = workers.AudioRequest(1, detail.clip_id, detail.audio_path, detail.layout, SpectrogramParams())
+    resume, cancelled = threading.Event(), threading.Event()
+    moments: dict[str, float] = {}
+    real_load = loader.load_audio
+
+    def load(*args, **kwargs):  # type: ignore[no-untyped-def]
+        moments["decode"] = time.perf_counter()
+        return real_load(*args, **kwargs)
+
+    monkeypatch.setattr(loader, "load_audio", load)
+
+    def partial(_result) -> None:  # type: ignore[no-untyped-def]
+        moments["spectrogram"] = time.perf_counter()
+        threading.Timer(0.2, lambda: (moments.setdefault("resumed", time.perf_counter()), resume.set())).start()
+
+    result = workers.load_clip_audio(request, cancelled, partial, resume)
+    assert result.error is None
+    assert moments["spectrogram"] < moments["resumed"] <= moments["decode"]
+    # cancelled while it waits (what AudioLoader.cancel_all does): it stops without decoding
+    moments.clear()
+    resume.clear()
+
+    def cancel_soon(_result) -> None:  # type: ignore[no-untyped-def]
+        threading.Timer(0.1, lambda: (cancelled.set(), resume.set())).start()
+
+    with pytest.raises(workers.Cancelled):
+        workers.load_clip_audio(request, cancelled, cancel_soon, resume)
+    assert "decode" not in moments
+
+
+def test_shown_window_paints_the_spectrogram_before_the_rest_arrives(make_window, demo_store, qtbot) -> None:  # type: ignore[no-untyped-def]
+    window = make_window(force_sync=False)
+    window.show()
+    order: list[str] = []
+    window.player_view.spectrogramPainted.connect(lambda _c: order.append("painted"))
+    window.audioShown.connect(lambda _c: order.append("audio"))
+    window.open_clip(_clip_id(demo_store, "DEMO-0003"))
+    qtbot.waitUntil(lambda: "audio" in order, timeout=20_000)
+    assert order == ["painted", "audio"]
+    assert window.player_view.direction_image.image.shape[0] == 36
