@@ -227,3 +227,30 @@ def test_long_recordings_are_pooled_while_computing(monkeypatch: pytest.MonkeyPa
     assert pooled_envelope.maxs[0].max() == pytest.approx(1.0)
     image, start, end = pooled.view(13.0, 14.0, 10)
     assert image.max() > 100 and start <= 13.37 <= end
+
+
+def test_quantisation_rounds_to_the_nearest_level_and_saturates() -> None:
+    params = SpectrogramParams(n_fft=512, hop=128, db_floor=-90.0, db_ceiling=-5.0)
+    accumulator = spectrogram_module._StftAccumulator(params, RATE)
+    reference_power = accumulator.reference**2
+    rng = np.random.default_rng(12)
+    # From 20 dB below the floor to 20 dB above the ceiling.
+    db = rng.uniform(params.db_floor - 20.0, params.db_ceiling + 20.0, size=200_000)
+    power = (reference_power * 10.0 ** (db / 10.0)).astype(np.float32)
+    exact_db = 10.0 * np.log10(power.astype(np.float64) / reference_power)
+    scale = 255.0 / (params.db_ceiling - params.db_floor)
+    expected = np.clip(np.floor((exact_db - params.db_floor) * scale + 0.5), 0, 255)
+    levels = accumulator._quantise(power.copy())
+    assert levels.dtype == np.uint8
+    difference = np.abs(levels.astype(int) - expected.astype(int))
+    assert difference.max() <= 1  # float32 rounding can only matter right at a level boundary
+    assert np.mean(difference == 0) > 0.9999
+    assert np.all(levels[db >= params.db_ceiling + 0.01] == 255)  # saturates, never wraps
+    assert np.all(levels[db <= params.db_floor - 0.01] == 0)
+
+
+def test_louder_than_full_scale_saturates_in_the_image() -> None:
+    params = SpectrogramParams(n_fft=512, hop=128)
+    t = np.arange(RATE * 2) / RATE
+    loud, _ = compute_pyramids(_audio(4.0 * np.sin(2 * np.pi * 64 * (RATE / params.n_fft) * t)), params)
+    assert np.all(loud.levels[0][64, 20:-20] == 255)  # +12 dBFS: clipped at the ceiling
