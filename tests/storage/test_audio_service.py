@@ -109,3 +109,52 @@ def test_fetch_audio_cli_reports_failures(project, sqlite_path: Path, tmp_path: 
     assert payload["failed"] == 1 and "quiet" in payload["failures"]
     assert "could not be fetched" in captured.err
     assert main(["--db", str(sqlite_path), "fetch-audio", "--clips", "all,quiet"]) == 1
+
+
+def test_open_clip_decodes_once_and_matches_each_stage(tmp_path: Path) -> None:
+    from workbench.audio import synth
+    from workbench.audio.direction import analyze_direction
+    from workbench.audio.service import open_clip
+    from workbench.audio.spectrogram import SpectrogramParams, compute_pyramids
+
+    rate = 16000
+    samples = synth.woodworth_binaural(synth.white_noise(rate * 3, np.random.default_rng(8)), rate, 35.0)
+    path = tmp_path / "pair.wav"
+    sf.write(path, samples.astype(np.float32), rate, subtype="FLOAT")
+    params = SpectrogramParams(n_fft=512, hop=128)
+    cache = tmp_path / "cache"
+    opened = open_clip(path, layout="binaural", params=params, cache_dir=cache)
+    assert opened.audio.samples.shape == (rate * 3, 2) and opened.audio.sample_rate == rate
+    assert opened.direction == analyze_direction(path, layout="binaural")
+    assert all(abs(frame["lateral_deg"] - 35.0) <= 2.0 for frame in opened.direction["frames"])
+    expected, expected_envelope = compute_pyramids(opened.audio, params)
+    assert len(opened.pyramid.levels) == len(expected.levels)
+    for got, want in zip(opened.pyramid.levels, expected.levels):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(opened.envelope.maxs[0], expected_envelope.maxs[0])
+    assert set(opened.timings) >= {"decode", "pyramid", "direction", "total"}
+    assert opened.timings["total"] >= opened.timings["decode"] > 0
+    # The pyramid went to the cache: a second open reads it (memory-mapped) instead of computing.
+    assert len(list(cache.iterdir())) == 1
+    again = open_clip(path, layout="binaural", params=params, cache_dir=cache)
+    assert isinstance(again.pyramid.levels[0].base, np.memmap) or isinstance(again.pyramid.levels[0], np.memmap)
+    np.testing.assert_array_equal(again.pyramid.levels[0], expected.levels[0])
+    # Without the cache nothing is written.
+    open_clip(path, layout="stereo", params=params, cache_dir=tmp_path / "unused", use_cache=False)
+    assert not (tmp_path / "unused").exists()
+
+
+def test_open_clip_without_direction_information(tmp_path: Path) -> None:
+    from workbench.audio.service import open_clip
+
+    path = _tone(tmp_path / "mono.wav", 0.2, channels=1)
+    opened = open_clip(path, cache_dir=tmp_path / "cache")
+    assert opened.direction is None and "mono clips carry no direction information" in opened.direction_note
+    assert opened.pyramid.levels[0].shape[1] > 0
+    stereo = _tone(tmp_path / "pair.wav", 0.2)
+    refused = open_clip(stereo, layout="ab", cache_dir=tmp_path / "cache")
+    assert refused.direction is None and "needs the microphone spacing" in refused.direction_note
+    spaced = open_clip(stereo, layout="ab", spacing_m=0.3, cache_dir=tmp_path / "cache")
+    assert spaced.direction is not None and spaced.direction["layout"] == "ab"
+    with pytest.raises(AudioError, match="absent.wav"):
+        open_clip(tmp_path / "absent.wav")

@@ -1,17 +1,22 @@
-"""Audio services: analyse a file, analyse a stored clip (storing its properties and quality)."""
+"""Audio services: analyse a file, analyse a stored clip (storing its properties and quality),
+open a clip for review (decode once; spectrogram pyramid and direction map side by side)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from sqlmodel import select
 
 from storage import Store
 from storage.models import Clip, ClipQuality, MediaRoot
+from workbench.audio.direction import analyze_direction_samples
 from workbench.audio.layout import detect_layout
-from workbench.audio.loader import AudioError, content_hash, load_audio, resolve_media_path
+from workbench.audio.loader import AudioData, AudioError, content_hash, load_audio, resolve_media_path
 from workbench.audio.quality import (
     DEFAULT_THRESHOLDS,
     QualityMetrics,
@@ -20,7 +25,10 @@ from workbench.audio.quality import (
     quality_flags,
     quality_metrics,
 )
+from workbench.audio.spectrogram import SpectrogramParams, SpectrogramPyramid, WaveformEnvelope, compute_pyramids
 from workbench.errors import InputError
+
+_hash_file = content_hash  # open_clip's parameter of the same name would hide it
 
 
 def analyze_file(path: str | Path, *, layout: str | None = None, description: str | None = None) -> dict:
@@ -196,3 +204,104 @@ def pool_quality_flags(store: Store, thresholds: QualityThresholds = DEFAULT_THR
         )
         flags[row.clip_id] = quality_flags(metrics, aci_p2, thresholds)
     return flags
+
+
+@dataclass(frozen=True)
+class OpenedClip:
+    """Everything the player shows for one clip, from one decode.
+
+    ``direction`` is the :func:`~workbench.audio.direction.analyze_direction` result, or None
+    with ``direction_note`` saying why (mono, or a layout the file cannot have).
+    ``timings`` holds wall-clock seconds: ``decode``, ``pyramid`` and ``direction`` (the last two
+    overlap, they run side by side) and ``total``.
+    """
+
+    audio: AudioData
+    pyramid: SpectrogramPyramid
+    envelope: WaveformEnvelope
+    direction: dict[str, Any] | None
+    direction_note: str
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def _timed(function: Any, timings: dict[str, float], key: str) -> Any:
+    start = time.perf_counter()
+    try:
+        return function()
+    finally:
+        timings[key] = time.perf_counter() - start
+
+
+def open_clip(
+    path: str | Path,
+    *,
+    layout: str | None = None,
+    spacing_m: float | None = None,
+    params: SpectrogramParams = SpectrogramParams(),
+    cache_dir: Path | None = None,
+    content_hash: str | None = None,
+    use_cache: bool = True,
+) -> OpenedClip:
+    """Open a clip without the GUI: decode, spectrogram pyramid, waveform envelope, direction map.
+
+    The file is decoded once. The spectrogram pyramid (from its disk cache when the clip was
+    opened before) and the direction map are then computed at the same time on two threads;
+    both spend their time in numpy/scipy code that releases the GIL.
+
+    Parameters
+    ----------
+    path
+        The audio file.
+    layout
+        Layout for the direction map (``binaural``, ``ab``, ``xy``, ``ms``, ``stereo``, ``ambix``,
+        ``fuma``); detected from the channel count when None.
+    spacing_m
+        Microphone spacing for ``ab``.
+    params
+        Spectrogram parameters.
+    cache_dir
+        Pyramid cache directory (default: the user cache).
+    content_hash
+        The file's SHA-256 when known (e.g. stored with the clip); hashed here otherwise.
+    use_cache
+        Read and write the pyramid cache.
+
+    Returns
+    -------
+    OpenedClip
+        Samples for playback, pyramid, envelope, direction map and stage timings.
+
+    Raises
+    ------
+    AudioError
+        If the file cannot be decoded.
+    """
+    path = Path(path)
+    timings: dict[str, float] = {}
+    start = time.perf_counter()
+    audio = _timed(lambda: load_audio(path), timings, "decode")
+
+    def pyramids() -> tuple[SpectrogramPyramid, WaveformEnvelope]:
+        file_hash = None
+        if use_cache:
+            file_hash = content_hash if content_hash is not None else _timed(lambda: _hash_file(path), timings, "hash")
+        return _timed(
+            lambda: compute_pyramids(audio, params, cache_dir=cache_dir, content_hash=file_hash), timings, "pyramid"
+        )
+
+    direction: dict[str, Any] | None = None
+    note = ""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="aglw-open") as pool:
+        pending = pool.submit(pyramids)
+        try:
+            direction = _timed(
+                lambda: analyze_direction_samples(
+                    audio.samples, audio.sample_rate, layout=layout, spacing_m=spacing_m, name=str(path)
+                ),
+                timings, "direction",
+            )
+        except InputError as exc:  # mono, or a layout the file cannot have: no direction view
+            note = str(exc)
+        pyramid, envelope = pending.result()
+    timings["total"] = time.perf_counter() - start
+    return OpenedClip(audio, pyramid, envelope, direction, note, timings)
