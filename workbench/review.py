@@ -856,9 +856,8 @@ def direction_image(
 def _pair_values(path: Path, layout: str, spacing_m: float | None, audio: Any) -> tuple[Any, Any]:
     """Frame times and per-frame panorama index (panorama layouts) or lateral angle in degrees.
 
-    From decoded samples with the public frame functions of :mod:`workbench.audio.direction`
-    (the same 0.1 s frames, band and lag limits as :func:`~workbench.audio.direction.analyze_direction`),
-    else from the file through ``analyze_direction``.
+    From the decoded samples when given (:func:`~workbench.audio.direction.analyze_direction_samples`,
+    the same result as the file analysis), else from the file (``analyze_direction``).
     """
     import numpy as np
 
@@ -866,23 +865,12 @@ def _pair_values(path: Path, layout: str, spacing_m: float | None, audio: Any) -
 
     if audio is None:
         result = direction.analyze_direction(path, layout=layout, spacing_m=spacing_m)
-        frames = result["frames"]
-        times = np.array([f["t"] for f in frames], dtype=float)
-        key = "panorama_index" if layout in direction.PANORAMA_LAYOUTS else "lateral_deg"
-        values = np.array([np.nan if f.get(key) is None else f[key] for f in frames], dtype=float)
-        return times, values
-    samples, rate = audio.samples, audio.sample_rate
-    if samples.shape[1] < 2:
-        raise InputError(f"{path}: layout {layout!r} needs 2 channels but the file has {samples.shape[1]}")
-    left, right = samples[:, 0], samples[:, 1]
-    if layout == "ms":
-        left, right = left + right, left - right
-    if layout in direction.PANORAMA_LAYOUTS:
-        return direction.level_panorama(left, right, rate, frame_s=0.1)
-    band = (direction.DEFAULT_BAND_HZ[0], min(direction.DEFAULT_BAND_HZ[1], rate / 2.0))
-    if layout == "binaural":
-        times, tau = direction.gcc_phat_frames(left, right, rate, frame_s=0.1, max_tau_s=0.0009, band=band)
-        return times, np.degrees(np.atleast_1d(direction.lateral_from_itd_woodworth(-tau)))
-    max_tau_s = max(0.0009, 1.05 * float(spacing_m) / direction.SPEED_OF_SOUND_M_S)
-    times, tau = direction.gcc_phat_frames(left, right, rate, frame_s=0.1, max_tau_s=max_tau_s, band=band)
-    return times, np.degrees(np.atleast_1d(direction.lateral_from_tau_ab(tau, float(spacing_m))))
+    else:
+        result = direction.analyze_direction_samples(
+            audio.samples, audio.sample_rate, layout=layout, spacing_m=spacing_m, name=str(path)
+        )
+    frames = result["frames"]
+    times = np.array([f["t"] for f in frames], dtype=float)
+    key = "panorama_index" if layout in direction.PANORAMA_LAYOUTS else "lateral_deg"
+    values = np.array([np.nan if f.get(key) is None else f[key] for f in frames], dtype=float)
+    return times, values
