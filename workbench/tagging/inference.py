@@ -12,32 +12,58 @@ Rules (a documented contract, also in the project README):
   the clip's log-mel; they differ from re-running the front end on each window only in the
   couple of frames at each window edge.
 * **Timeline.** One value per second of audio (``ceil(duration)`` values; the last covers a
-  partial second). The value for second *i* is the probability from a 2 s window centred on
-  that second (``[i − 0.5 s, i + 1.5 s)``), shifted to stay inside the clip; a clip shorter
-  than 2 s uses its whole log-mel for every second. Two seconds is the shortest window on
-  which the model's time resolution (32× downsampling) still leaves several frames, and
-  the 1 s hop keeps the cost at twice real time of model input.
+  partial second), read from the clip windows above, so the model runs only once per
+  window. The network's last feature map has one column per 32 frames (0.32 s; column *j*
+  of a window starting at frame *s* is centred on frame ``s + 32 j``). Second *i* takes the
+  window whose centre is nearest to the second's centre (the earlier one on a tie), averages
+  that window's feature columns centred inside the second (the single nearest column when
+  none is), and passes the average through the model's classifier head, exactly as the
+  head pools a whole window. Each value thus sees the 10 s context of its window (the
+  squeeze-excitation gates are those of the window), at ≈ 1 s resolution.
+
+The convolutional trunk runs once per window and yields the frequency-averaged columns of
+its last feature map; the clip logits pool all columns of a window, the timeline pools
+the columns of each second. On CPU the trunk is a frozen, oneDNN-optimised TorchScript
+graph (same numbers as the eager module up to float rounding), and the log-mel blocks and
+the windows of a clip are spread over worker threads that each run single-threaded kernels.
 """
 
 from __future__ import annotations
 
 import copy
+import logging
 import math
+import threading
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import torch
-
+from torch import nn
 from torch.nn.utils.fusion import fuse_conv_bn_eval
 
 from workbench.tagging.model import ConvNormActivation, MobileNetAudioTagger
-from workbench.tagging.preprocess import FRAMES_PER_SECOND, SAMPLE_RATE, LogMelFrontEnd
+from workbench.tagging.preprocess import FRAMES_PER_SECOND, MIN_SAMPLES, SAMPLE_RATE, LogMelFrontEnd
+
+log = logging.getLogger(__name__)
+_T = TypeVar("_T")
+_R = TypeVar("_R")
 
 CLIP_WINDOW_S = 10.0
 CLIP_HOP_S = 5.0
-TIMELINE_WINDOW_S = 2.0
 TIMELINE_HOP_S = 1.0
+COLUMN_FRAMES = 32  # input frames per column of the last feature map (five stride-2 stages)
 DEFAULT_BATCH_SIZE = 16
+# On CPU a forward pass holds at most this many log-mel frames (two 10 s windows): bigger
+# batches spill the activations out of the cache and run slower per window, not faster.
+CPU_FRAMES_PER_PASS = 2_000
+# The optimised CPU graph costs about a second to build; a tagger builds it once it has run
+# this many windows, so tagging one short file stays quick to start.
+OPTIMISE_AFTER_WINDOWS = 4
 
 
 @dataclass(frozen=True)
@@ -83,18 +109,44 @@ def clip_window_starts(total_frames: int, n_samples: int) -> list[int] | None:
     return starts
 
 
-def timeline_window_starts(total_frames: int, duration_s: float) -> tuple[list[int], int]:
-    """Frame offset of each second's timeline window, and the window width in frames."""
+def timeline_pooling(window_starts: Sequence[int], window_frames: int, n_columns: int, duration_s: float) -> np.ndarray:
+    """Weights that turn the feature columns of the clip windows into per-second columns.
+
+    Parameters
+    ----------
+    window_starts
+        Frame offset of each clip window (``[0]`` for a clip that is one window).
+    window_frames
+        Frames per window (all windows are equally long).
+    n_columns
+        Columns of the last feature map per window.
+    duration_s
+        Duration of the clip.
+
+    Returns
+    -------
+    numpy.ndarray
+        (n_seconds, len(window_starts) * n_columns) float32; row *i* averages the columns
+        that make second *i* (see the module rules), in window-major order.
+    """
+    if not window_starts or window_frames < 1 or n_columns < 1:
+        raise ValueError("the timeline needs at least one window with at least one feature column")
     n_seconds = max(1, math.ceil(duration_s - 1e-9))
-    width = int(TIMELINE_WINDOW_S * FRAMES_PER_SECOND)
-    if total_frames <= width:
-        return [0] * n_seconds, total_frames
-    half_extra = (TIMELINE_WINDOW_S - TIMELINE_HOP_S) / 2
-    starts = []
+    starts = np.asarray(window_starts, dtype=np.float64)
+    window_centres = starts + window_frames / 2.0
+    offsets = COLUMN_FRAMES * np.arange(n_columns, dtype=np.float64)
+    weights = np.zeros((n_seconds, starts.size * n_columns), dtype=np.float32)
     for second in range(n_seconds):
-        start = int(round((second * TIMELINE_HOP_S - half_extra) * FRAMES_PER_SECOND))
-        starts.append(min(max(start, 0), total_frames - width))
-    return starts, width
+        low = second * TIMELINE_HOP_S * FRAMES_PER_SECOND
+        high = min(second + TIMELINE_HOP_S, duration_s) * FRAMES_PER_SECOND
+        centre = 0.5 * (low + high)
+        window = int(np.argmin(np.abs(window_centres - centre)))  # first minimum: the earlier window
+        column_centres = starts[window] + offsets
+        inside = np.flatnonzero((column_centres >= low) & (column_centres < high))
+        if inside.size == 0:
+            inside = np.array([int(np.argmin(np.abs(column_centres - centre)))])
+        weights[second, window * n_columns + inside] = 1.0 / inside.size
+    return weights
 
 
 def _fold_batch_norm(model: MobileNetAudioTagger) -> MobileNetAudioTagger:
@@ -112,6 +164,72 @@ def _fold_batch_norm(model: MobileNetAudioTagger) -> MobileNetAudioTagger:
     return folded
 
 
+class _FeatureColumns(nn.Module):
+    """The model's convolutional trunk, averaged over frequency: (n, 1, 128, T) → (n, C, columns)."""
+
+    def __init__(self, model: MobileNetAudioTagger) -> None:
+        super().__init__()
+        self.features = model.features
+
+    def forward(self, mel: torch.Tensor) -> torch.Tensor:
+        return self.features(mel).mean(dim=2)
+
+
+def _optimised_for_cpu(trunk: _FeatureColumns) -> Callable[[torch.Tensor], torch.Tensor] | None:
+    """``trunk`` as a frozen TorchScript graph with oneDNN convolutions, or None when that fails.
+
+    TorchScript is deprecated in favour of ``torch.compile``, which needs a C++ toolchain on
+    the user's machine and minutes of compiling; the frozen graph is built in about a second,
+    keeps the weights in oneDNN's blocked layout and fuses activations, which makes the trunk
+    about twice as fast on CPU. Its deprecation warnings are silenced here only; any failure
+    (a future PyTorch without ``torch.jit``, a graph that disagrees with the eager module)
+    falls back to the eager module.
+    """
+    noise = 0.1 * torch.randn(1, SAMPLE_RATE, generator=torch.Generator().manual_seed(0))
+    try:
+        with torch.inference_mode(), warnings.catch_warnings():
+            example = LogMelFrontEnd()(noise).unsqueeze(1)  # a realistic input: 1 s of log-mel
+            warnings.filterwarnings("ignore", message=r"`torch\.jit\.\w+` is deprecated", category=DeprecationWarning)
+            traced = torch.jit.trace(trunk, example, check_trace=False)
+            optimised = torch.jit.optimize_for_inference(torch.jit.freeze(traced.eval()))
+            expected = trunk(example)
+            got = optimised(example)
+        scale = max(1.0, expected.abs().max().item())
+        if got.shape != expected.shape or (got - expected).abs().max().item() > 1e-5 * scale:
+            raise RuntimeError(f"optimised trunk differs by {(got - expected).abs().max().item():.3g}")
+    except Exception as exc:  # noqa: BLE001 - any failure only costs speed
+        log.info("running the tagging model eagerly (TorchScript optimisation unavailable: %s)", exc)
+        return None
+    return optimised
+
+
+_threads_lock = threading.Lock()
+_single_threaded_users = 0
+_saved_threads = 1
+
+
+@contextmanager
+def _single_threaded_kernels() -> Iterator[None]:
+    """Let torch run each op on one thread while a tagger's own threads share out the work.
+
+    torch's intra-op thread count is process-wide; it is set to 1 while any tagger is inside
+    such a scope and restored when the last one leaves.
+    """
+    global _single_threaded_users, _saved_threads
+    with _threads_lock:
+        if _single_threaded_users == 0:
+            _saved_threads = torch.get_num_threads()
+            torch.set_num_threads(1)
+        _single_threaded_users += 1
+    try:
+        yield
+    finally:
+        with _threads_lock:
+            _single_threaded_users -= 1
+            if _single_threaded_users == 0:
+                torch.set_num_threads(_saved_threads)
+
+
 class AudioTagger:
     """Runs a loaded EfficientAT model over waveforms (mono, 32 kHz).
 
@@ -122,35 +240,121 @@ class AudioTagger:
     device
         Where to run (``cpu`` or ``cuda``); the front end runs there too.
     batch_size
-        Windows per forward pass.
+        At most this many windows per forward pass (on CPU also at most
+        :data:`CPU_FRAMES_PER_PASS` frames per pass).
+    threads
+        CPU only: worker threads for one clip (default: ``torch.get_num_threads()`` when the
+        tagger is made). With more than one, the blocks of the log-mel and the forward passes
+        of the windows run in parallel on these threads, and torch's (process-wide) intra-op
+        thread count is 1 while a clip is tagged, then restored: many small parallel ops
+        wait on each other and crawl when other processes share the cores, whole passes do
+        not. With 1, everything runs in the calling thread with torch's own setting.
+    optimise
+        CPU only: switch to the frozen oneDNN graph of the network once the tagger has run
+        :data:`OPTIMISE_AFTER_WINDOWS` windows (same outputs up to float rounding).
     """
 
-    def __init__(self, model: MobileNetAudioTagger, *, device: str | torch.device = "cpu", batch_size: int = DEFAULT_BATCH_SIZE) -> None:
+    def __init__(
+        self,
+        model: MobileNetAudioTagger,
+        *,
+        device: str | torch.device = "cpu",
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        threads: int | None = None,
+        optimise: bool = True,
+    ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch size must be at least 1, got {batch_size}")
+        if threads is not None and threads < 1:
+            raise ValueError(f"threads must be at least 1, got {threads}")
         self.device = torch.device(device)
         # channels-last lets oneDNN / cuDNN run the depthwise convolutions without layout
-        # conversions (about 30 % faster on 2 s windows on CPU); results are unchanged.
+        # conversions; results are unchanged.
         self.model = _fold_batch_norm(model.eval()).to(self.device, memory_format=torch.channels_last)
         self.front_end = LogMelFrontEnd().to(self.device)
         self.batch_size = batch_size
+        self._eager_trunk = _FeatureColumns(self.model).eval()
+        self._trunk: Callable[[torch.Tensor], torch.Tensor] = self._eager_trunk
+        self._head = self.model.classifier[2:]  # after the global pooling: linear, hardswish, dropout, linear
+        self._pool: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+        self._windows_run = 0
+        on_cpu = self.device.type == "cpu"
+        self._optimise_pending = on_cpu and optimise
+        self.threads = (torch.get_num_threads() if threads is None else threads) if on_cpu else 1
+
+    @property
+    def optimised(self) -> bool:
+        """Whether the network now runs as the frozen oneDNN graph (CPU)."""
+        return self._trunk is not self._eager_trunk
+
+    def _maybe_optimise(self, n_windows: int) -> None:
+        with self._lock:
+            self._windows_run += n_windows
+            if self._optimise_pending and self._windows_run >= OPTIMISE_AFTER_WINDOWS:
+                self._optimise_pending = False
+                self._trunk = _optimised_for_cpu(self._eager_trunk) or self._eager_trunk
 
     def log_mel(self, waveform: np.ndarray) -> torch.Tensor:
         """(128, frames) log-mel of a mono 32 kHz waveform, on the tagger's device."""
         samples = torch.as_tensor(np.ascontiguousarray(waveform, dtype=np.float32), device=self.device)
         with torch.inference_mode():
-            return self.front_end(samples.reshape(1, -1))[0]
+            return self.front_end(samples.reshape(1, -1), block_map=self._map)[0]
+
+    def feature_columns(self, mel_windows: torch.Tensor) -> torch.Tensor:
+        """Frequency-averaged last feature maps (n, C, columns) of equally long log-mel windows (n, 128, frames)."""
+        self._maybe_optimise(mel_windows.shape[0])
+        frames = mel_windows.shape[-1]
+        per_pass = self.batch_size
+        if self.device.type == "cpu":
+            per_pass = max(1, min(per_pass, CPU_FRAMES_PER_PASS // max(1, frames)))
+        batches = [mel_windows[start : start + per_pass] for start in range(0, mel_windows.shape[0], per_pass)]
+        return torch.cat(list(self._map(self._run_trunk, batches)))
+
+    def _run_trunk(self, batch: torch.Tensor) -> torch.Tensor:
+        with torch.inference_mode():
+            mel = batch.unsqueeze(1)
+            if not self.optimised:
+                mel = mel.contiguous(memory_format=torch.channels_last)
+            return self._trunk(mel).float()
+
+    def _map(self, fn: Callable[[_T], _R], items: Iterable[_T]) -> list[_R]:
+        """``[fn(item) for item in items]``, spread over the tagger's threads on CPU (in order)."""
+        items = list(items)
+        if min(self.threads, len(items)) <= 1:
+            return [fn(item) for item in items]
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="aglw-tagger")
+
+        def call(item: _T) -> _R:
+            with torch.inference_mode():  # thread-local: each worker enters it itself
+                return fn(item)
+
+        with self._kernel_scope():
+            return list(self._pool.map(call, items))
+
+    def _kernel_scope(self) -> AbstractContextManager[None]:
+        """Single-threaded kernels for a whole call when the tagger spreads work over its threads.
+
+        Switching torch's thread count costs time, so :meth:`tag` switches once per clip
+        (nested scopes only count); with ``threads == 1`` torch's own setting is left alone.
+        """
+        return _single_threaded_kernels() if self.threads > 1 else nullcontext()
+
+    def head(self, pooled: torch.Tensor) -> torch.Tensor:
+        """Logits (n, 527) of pooled feature vectors (n, C), through the model's classifier head."""
+        with torch.inference_mode():
+            return self._head(pooled.to(self.device)).float()
 
     def logits(self, mel_windows: torch.Tensor) -> torch.Tensor:
         """Logits (n, 527) of equally long log-mel windows (n, 128, frames), in batches."""
-        outputs = []
-        with torch.inference_mode():
-            for start in range(0, mel_windows.shape[0], self.batch_size):
-                batch = mel_windows[start : start + self.batch_size].unsqueeze(1)
-                batch = batch.contiguous(memory_format=torch.channels_last)
-                logits, _ = self.model(batch)
-                outputs.append(logits.float())
-        return torch.cat(outputs)
+        return self.head(self.feature_columns(mel_windows).mean(dim=2))
+
+    def close(self) -> None:
+        """Stop the worker threads (a later :meth:`tag` starts them again)."""
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
 
     def tag(self, waveform: np.ndarray, *, timeline: bool = True) -> TagResult:
         """Clip probabilities (and the per-second timeline) of one waveform; see the module rules.
@@ -165,33 +369,46 @@ class AudioTagger:
         Raises
         ------
         ValueError
-            Fewer than 2 samples, or non-finite samples.
+            Fewer than :data:`~workbench.tagging.preprocess.MIN_SAMPLES` samples (16 ms), or
+            non-finite samples.
         """
         samples = np.asarray(waveform, dtype=np.float32).reshape(-1)
-        if samples.size < 2:
-            raise ValueError("the audio is too short to tag (fewer than 2 samples at 32 kHz)")
+        if samples.size < MIN_SAMPLES:
+            raise ValueError(
+                f"the audio is too short to tag ({samples.size} samples; the front end needs at least "
+                f"{MIN_SAMPLES}, 16 ms at 32 kHz)"
+            )
         if not np.isfinite(samples).all():
             raise ValueError("the audio holds NaN or infinite samples")
-        mel = self.log_mel(samples)
+        with self._kernel_scope():
+            return self.tag_log_mel(self.log_mel(samples), samples.size, timeline=timeline)
+
+    def tag_log_mel(self, mel: torch.Tensor, n_samples: int, *, timeline: bool = True) -> TagResult:
+        """Like :meth:`tag`, from the clip's log-mel (:meth:`log_mel`) and its length in samples."""
+        with self._kernel_scope():
+            return self._tag_log_mel(mel, n_samples, timeline)
+
+    def _tag_log_mel(self, mel: torch.Tensor, n_samples: int, timeline: bool) -> TagResult:
         total = mel.shape[1]
-        starts = clip_window_starts(total, samples.size)
+        starts = clip_window_starts(total, n_samples)
         if starts is None:
+            starts, width = [0], total
             windows = mel.unsqueeze(0)
         else:
             width = int(CLIP_WINDOW_S * FRAMES_PER_SECOND)
             windows = torch.stack([mel[:, s : s + width] for s in starts])
-        clip_probabilities = torch.sigmoid(self.logits(windows)).amax(dim=0)
-        duration_s = samples.size / SAMPLE_RATE
+        columns = self.feature_columns(windows)  # (n_windows, C, n_columns)
+        duration_s = n_samples / SAMPLE_RATE
         per_second = None
-        if timeline:
-            second_starts, width = timeline_window_starts(total, duration_s)
-            unique_starts = sorted(set(second_starts))
-            probabilities = torch.sigmoid(self.logits(torch.stack([mel[:, s : s + width] for s in unique_starts])))
-            row_of = {s: row for row, s in enumerate(unique_starts)}
-            per_second = probabilities[[row_of[s] for s in second_starts]].cpu().numpy()
+        with torch.inference_mode():
+            clip_probabilities = torch.sigmoid(self.head(columns.mean(dim=2))).amax(dim=0)
+            if timeline:
+                weights = torch.from_numpy(timeline_pooling(starts, width, columns.shape[2], duration_s)).to(columns.device)
+                flat = columns.permute(0, 2, 1).reshape(-1, columns.shape[1])  # (n_windows * n_columns, C)
+                per_second = torch.sigmoid(self.head(weights @ flat)).cpu().numpy()
         return TagResult(
             probabilities=clip_probabilities.cpu().numpy(),
             duration_s=duration_s,
-            n_windows=1 if starts is None else len(starts),
+            n_windows=len(starts),
             timeline=per_second,
         )

@@ -5,12 +5,18 @@ centered STFT (n_fft 1024, symmetric 800-sample Hann window, hop 320, reflect pa
 power → Kaldi-style triangular mel banks (128 bins, 0–15 000 Hz, the 513th FFT bin gets
 weight 0) → log(x + 1e-5) → (x + 4.5) / 5.
 
-A signal of N samples gives 1 + (N − 1) // 320 frames (1 000 frames for 10 s).
+A signal of N samples gives 1 + (N − 1) // 320 frames (1 000 frames for 10 s). The reflect
+padding of the centred STFT needs at least :data:`MIN_SAMPLES` samples (16 ms).
+
+The STFT, power, mel and log run over blocks of frames, so that a long clip's spectrum is
+never held whole (each frame is computed from the same padded samples as in one pass, so the
+values are those of the one-pass computation).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable
 
 import numpy as np
 import torch
@@ -26,6 +32,8 @@ F_MAX = 15_000.0
 PREEMPHASIS = 0.97
 LOG_OFFSET = 1e-5
 FRAMES_PER_SECOND = SAMPLE_RATE / HOP  # 100
+MIN_SAMPLES = N_FFT // 2 + 2  # the pre-emphasised signal must be longer than the reflect padding
+_BLOCK_FRAMES = 512  # frames per block: the block's complex spectrum (≈ 2 MB) stays in cache
 
 
 def _mel(freq_hz: torch.Tensor | float) -> torch.Tensor | float:
@@ -87,25 +95,61 @@ class LogMelFrontEnd(nn.Module):
         self.register_buffer("window", torch.hann_window(WIN_LENGTH, periodic=False), persistent=False)
         self.register_buffer("mel_banks", kaldi_mel_banks(), persistent=False)
 
-    def forward(self, waveform: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, waveform: torch.Tensor, *, block_map: Callable[[Callable[[int], None], Iterable[int]], Iterable[object]] = map
+    ) -> torch.Tensor:
+        """Log-mel of ``waveform`` (batch, samples).
+
+        ``block_map(fn, firsts)`` calls ``fn`` on the first frame of every block of frames; pass
+        a thread pool's ``map`` to compute the blocks in parallel (each writes its own frames).
+        """
+        padded = self.padded_signal(waveform)
+        total = 1 + (padded.shape[1] - N_FFT) // HOP
+        out = torch.empty(waveform.shape[0], N_MELS, total, dtype=self.mel_banks.dtype, device=waveform.device)
+
+        def fill(first: int) -> None:
+            count = min(_BLOCK_FRAMES, total - first)
+            out[:, :, first : first + count] = self.frames(padded, first, count)
+
+        for _ in block_map(fill, range(0, total, _BLOCK_FRAMES)):
+            pass
+        return out
+
+    def padded_signal(self, waveform: torch.Tensor) -> torch.Tensor:
+        """The pre-emphasised signal with the centred STFT's reflect padding, (batch, samples − 1 + 1024)."""
         if waveform.ndim != 2:
             raise ValueError(f"expected a waveform shaped (batch, samples), got {tuple(waveform.shape)}")
-        if waveform.shape[1] < 2:
-            raise ValueError("the waveform must hold at least 2 samples")
-        emphasized = waveform[:, 1:] - PREEMPHASIS * waveform[:, :-1]
+        if waveform.shape[1] < MIN_SAMPLES:
+            raise ValueError(
+                f"the waveform must hold at least {MIN_SAMPLES} samples ({1000 * MIN_SAMPLES / SAMPLE_RATE:.0f} ms "
+                f"at 32 kHz), got {waveform.shape[1]}"
+            )
+        length = waveform.shape[1] - 1
+        half = N_FFT // 2
+        padded = torch.empty(waveform.shape[0], length + 2 * half, dtype=waveform.dtype, device=waveform.device)
+        signal = padded[:, half : half + length]
+        torch.mul(waveform[:, :-1], PREEMPHASIS, out=signal)
+        torch.sub(waveform[:, 1:], signal, out=signal)  # the reference's rounding: x[n+1] − (0.97 x[n])
+        padded[:, :half] = padded[:, half + 1 : 2 * half + 1].flip(-1)  # mirror around the first sample
+        padded[:, half + length :] = padded[:, length - 1 : length - 1 + half].flip(-1)  # and the last
+        return padded
+
+    def frames(self, padded: torch.Tensor, first: int, count: int) -> torch.Tensor:
+        """Normalised log-mel (batch, 128, count) of frames ``first …`` of a :meth:`padded_signal`."""
+        block = padded[:, first * HOP : (first + count - 1) * HOP + N_FFT]
         spectrum = torch.stft(
-            emphasized,
+            block,
             N_FFT,
             hop_length=HOP,
             win_length=WIN_LENGTH,
             window=self.window,
-            center=True,
+            center=False,
             normalized=False,
             return_complex=True,
         )
-        power = spectrum.real.square() + spectrum.imag.square()
-        mel = torch.matmul(self.mel_banks, power)
-        return (torch.log(mel + LOG_OFFSET) + 4.5) / 5.0
+        parts = torch.view_as_real(spectrum)
+        power = parts[..., 0].square().add_(parts[..., 1].square())
+        return torch.matmul(self.mel_banks, power).add_(LOG_OFFSET).log_().add_(4.5).div_(5.0)
 
 
 def n_frames(n_samples: int) -> int:

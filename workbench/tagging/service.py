@@ -288,6 +288,7 @@ def tag_clips(
         final_status = "cancelled"
         raise
     finally:
+        tagger.close()
         with store.write() as session:
             run = session.get(TaggerRun, run_id)
             run.status = final_status
