@@ -13,6 +13,7 @@ from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QDockWidget, QInputDialog, QMainWindow, QScrollArea, QWidget
 
+from storage import Store
 from ui.cockpit.agreement_view import AgreementView
 from ui.cockpit.curation_view import CurationView
 from ui.cockpit.jobs import JobsPanel, confirm, fit_job, judge_job, judging_cost_text, tag_job
@@ -37,6 +38,8 @@ class Cockpit:
     agreement: AgreementView
     team: TeamView
     docks: dict[str, QDockWidget]
+    # A store this window opened itself ("Open project…"): disposed when the window closes.
+    owned_store: Store | None = None
 
     def view(self, name: str) -> QWidget:
         if name not in VIEW_NAMES:
@@ -66,6 +69,8 @@ class Cockpit:
     def shutdown(self) -> None:
         self.jobs.shutdown()
         self.curation.shutdown()
+        if self.owned_store is not None:
+            self.owned_store.dispose()
 
 
 class _CloseWatcher(QObject):
@@ -178,20 +183,34 @@ def _ask_and_open(window: QMainWindow) -> None:
 
 
 def open_project(window: QMainWindow, target: str) -> QMainWindow | None:
-    """Open another project (file or PostgreSQL URL) in a new window for the same annotator."""
+    """Open another project (file or PostgreSQL URL) in a new window for the same annotator.
+
+    The current window is closed (its jobs and workers stop) and its store disposed, so no
+    connection to the old project stays open; the new window disposes the store it opened
+    when it closes in turn. When the new project cannot be opened, the current one stays.
+    """
     from storage import open_store
     from ui.main_window import MainWindow
     from workbench.labels import LabelService
 
+    store = None
     try:
         store = open_store(target)
         info = LabelService(store).ensure_annotator(window.annotator.name)  # type: ignore[attr-defined]
     except Exception as exc:  # noqa: BLE001 - any failure to open is shown, the current project stays open
+        if store is not None:
+            store.dispose()
         window.statusBar().showMessage(f"could not open {_without_password(target)}: {exc}", 15_000)
         return None
+    old_store: Store = window.store  # type: ignore[attr-defined]
     replacement = MainWindow(store, info)
+    replacement.cockpit.owned_store = store  # type: ignore[attr-defined]
     replacement.show()
     window.close()
+    # Deleted now, in the GUI thread: left to the garbage collector, the closed window's widgets
+    # could be destroyed in whatever thread happens to collect them.
+    window.deleteLater()
+    old_store.dispose()
     return replacement
 
 

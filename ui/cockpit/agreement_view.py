@@ -55,31 +55,45 @@ class AgreementView(QWidget):
         layout.addWidget(self.message)
         layout.addWidget(self.tabs, 1)
         self._waiting = False
+        self._exporting_to: Path | None = None
         jobs.finished.connect(self._job_finished)
 
     def run_export(self) -> bool:
         folder = Path(self.folder.text()).expanduser()
         bootstrap = self.bootstrap.value()
+        store = self.store
+        # the bundle shown afterwards is the one written, even if the folder field is edited meanwhile
+        self._exporting_to = folder
 
+        # The job keeps no reference to this view: the jobs panel holds the last job for "Resume",
+        # and a view ↔ panel reference cycle would leave both widgets to the cyclic garbage
+        # collector, which may run them down in a worker thread (a crash in Qt).
         def run(context: JobContext) -> str:
             context.set_total(1)
-            manifest = export_agreement(self.store, folder, bootstrap=bootstrap)
+            manifest = export_agreement(store, folder, bootstrap=bootstrap)
             context.advance(1)
             return f"agreement bundle: {manifest.n_ratings} ratings written to {folder}"
 
-        self._waiting = self.jobs.start(JobSpec("agreement export", run))
-        return self._waiting
+        # set before starting: a synchronous job (force_sync) reports before start() returns
+        self._waiting = True
+        started = self.jobs.start(JobSpec("agreement export", run))
+        if not started:
+            self._waiting = False
+        return started
 
     def _job_finished(self, status: str, message: str) -> None:
         if not self._waiting:
             return
         self._waiting = False
         self.message.setText(message)
-        if status == "done":
-            self.show_bundle(Path(self.folder.text()).expanduser())
+        if status == "done" and self._exporting_to is not None:
+            self.show_bundle(self._exporting_to)
 
     def show_bundle(self, folder: Path) -> list[str]:
-        """Open the bundle's tables (CSV) and figures (PNG) in tabs; returns the tab titles."""
+        """Open the bundle's tables (CSV) and figures (PNG) in tabs; returns the tab titles.
+
+        A table longer than ``MAX_TABLE_ROWS`` shows its first rows and says so in its title.
+        """
         self.tabs.clear()
         manifest_file = folder / "manifest.json"
         names = sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
@@ -92,8 +106,12 @@ class AgreementView(QWidget):
             if path.suffix == ".csv":
                 table = QTableWidget()
                 table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-                fill_table(table, pd.read_csv(path, nrows=MAX_TABLE_ROWS))
-                self.tabs.addTab(table, path.stem)
+                frame = pd.read_csv(path)
+                fill_table(table, frame.head(MAX_TABLE_ROWS))
+                title = path.stem
+                if len(frame) > MAX_TABLE_ROWS:
+                    title = f"{path.stem} (first {MAX_TABLE_ROWS} of {len(frame)} rows)"
+                self.tabs.addTab(table, title)
             elif path.suffix == ".png":
                 label = QLabel()
                 label.setPixmap(QPixmap(str(path)))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
@@ -11,19 +12,28 @@ from storage import Store
 from workbench.metrics.service import leaderboard
 
 
+def cell_text(value: object) -> str:
+    """How a table cell shows a value: empty for missing, 4 significant digits below 1000,
+    one decimal from 1000 on (a distance of 10771.39 km reads 10771.4, not 1.077e+04)."""
+    if value is None or value is pd.NA:
+        return ""
+    if isinstance(value, (float, np.floating)):
+        number = float(value)
+        if math.isnan(number):
+            return ""
+        return f"{number:.1f}" if abs(number) >= 1000 else f"{number:.4g}"
+    return str(value)
+
+
 def fill_table(table: QTableWidget, frame: pd.DataFrame) -> None:
-    """Show a DataFrame as plain text cells (numbers to 4 significant digits)."""
+    """Show a DataFrame as plain text cells (see :func:`cell_text`)."""
     table.clear()
     table.setColumnCount(len(frame.columns))
     table.setRowCount(len(frame))
     table.setHorizontalHeaderLabels([str(c) for c in frame.columns])
     for r, row in enumerate(frame.itertuples(index=False)):
         for c, value in enumerate(row):
-            if isinstance(value, float):
-                text = "" if math.isnan(value) else f"{value:.4g}"
-            else:
-                text = "" if value is None else str(value)
-            table.setItem(r, c, QTableWidgetItem(text))
+            table.setItem(r, c, QTableWidgetItem(cell_text(value)))
     table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
 
 

@@ -1,0 +1,92 @@
+"""Leaderboard view: the numbers in the table are the hand-computed metrics of two small models."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from tests.storage.test_import_predictions import HAND_RECORDS, MERIDIAN_DEGREE_AT_EQUATOR_KM, hand_dataset, write_jsonl
+from ui.cockpit.leaderboard_view import LeaderboardView, cell_text
+from workbench.importing import import_predictions
+
+
+def rows_of(view: LeaderboardView) -> dict[tuple[str, ...], dict[str, str]]:
+    """The table as shown: (group?, model, profile) → header → cell text."""
+    table = view.table
+    headers = [table.horizontalHeaderItem(c).text() for c in range(table.columnCount())]
+    rows = {}
+    for r in range(table.rowCount()):
+        row = {h: table.item(r, c).text() for c, h in enumerate(headers)}
+        key = tuple(row[k] for k in ("group", "model", "profile") if k in row)
+        assert key not in rows
+        rows[key] = row
+    return rows
+
+
+@pytest.fixture
+def hand_store(store, tmp_path):  # type: ignore[no-untyped-def]
+    hand_dataset(store, tmp_path)
+    import_predictions(store, "toy", write_jsonl(tmp_path / "toy.jsonl", HAND_RECORDS))
+    perfect = [
+        dict(r, predicted_latitude=r["true_latitude"], predicted_longitude=r["true_longitude"],
+             predicted_city=r["true_city"], predicted_country=r["true_country"], predicted_continent=r["true_continent"])
+        for r in HAND_RECORDS
+    ]
+    import_predictions(store, "perfect", write_jsonl(tmp_path / "perfect.jsonl", perfect))
+    return store
+
+
+def test_overall_table_shows_the_hand_computed_metrics(qtbot, hand_store) -> None:  # type: ignore[no-untyped-def]
+    view = LeaderboardView(hand_store)
+    qtbot.addWidget(view)
+    rows = rows_of(view)
+    assert set(rows) == {("toy", "agl1k"), ("toy", "iso"), ("perfect", "agl1k"), ("perfect", "iso")}
+    d_a = MERIDIAN_DEGREE_AT_EQUATOR_KM  # k1 is one degree of latitude off at the equator
+    toy = rows[("toy", "agl1k")]
+    assert toy["n"] == "5"
+    # the hand computation of tests/storage/test_import_predictions.py (AGL1K's distance rules)
+    assert toy["distance_error_km"] == f"{(d_a + 10_000) / 4:.1f}" == "2527.6"
+    assert (toy["city_acc"], toy["country_acc"], toy["continent_acc"]) == ("0.5", "0.8", "0.75")
+    assert (toy["reject_rate"], toy["within_1km"], toy["within_1000km"]) == ("0.4", "0.4", "0.6")
+    geoscore = (5000 * math.exp(-d_a / 1492) + 5000 * math.exp(-10_000 / 1492) + 10_000) / 4
+    assert float(toy["geoscore_mean"]) == pytest.approx(geoscore, abs=0.05)
+    # the iso profile resolves "Korea, Republic of" / "South Korea" and Türkiye / Turkey
+    iso = rows[("toy", "iso")]
+    assert (iso["country_acc"], iso["continent_acc"]) == ("1", "1")
+    assert iso["distance_error_km"] == toy["distance_error_km"]
+    perfect = rows[("perfect", "agl1k")]
+    assert (perfect["distance_error_km"], perfect["within_1km"], perfect["country_acc"]) == ("0", "1", "1")
+
+
+def test_profile_and_breakdown_choosers_change_the_numbers(qtbot, hand_store) -> None:  # type: ignore[no-untyped-def]
+    view = LeaderboardView(hand_store)
+    qtbot.addWidget(view)
+    view.profile.setCurrentText("iso")
+    assert set(rows_of(view)) == {("toy", "iso"), ("perfect", "iso")}
+    view.profile.setCurrentText("agl1k")
+    view.by.setCurrentIndex(view.by.findData("speech"))
+    rows = rows_of(view)
+    speech, silent = rows[("speech", "toy", "agl1k")], rows[("no speech", "toy", "agl1k")]
+    assert speech["n"] == "3" and silent["n"] == "2"  # human_sounds ≥ 0.1: k1, k3, k5
+    assert speech["distance_error_km"] == f"{MERIDIAN_DEGREE_AT_EQUATOR_KM / 2:.4g}" == "55.29"
+    assert float(speech["country_acc"]) == pytest.approx(2 / 3, abs=5e-5)
+    assert (silent["distance_error_km"], silent["reject_rate"]) == ("5000.0", "0.5")
+    view.profile.setCurrentText("iso")
+    view.by.setCurrentIndex(view.by.findData("continent"))
+    by_continent = {key[0]: row for key, row in rows_of(view).items() if key[1] == "toy"}
+    assert {group: row["n"] for group, row in by_continent.items()} == {"Africa": "1", "Asia": "2", "Europe": "1", "Oceania": "1"}
+    assert by_continent["Asia"]["country_acc"] == "1"
+    view.by.setCurrentIndex(view.by.findData(None))
+    assert len(rows_of(view)) == 2 and "group" not in [
+        view.table.horizontalHeaderItem(c).text() for c in range(view.table.columnCount())
+    ]
+
+
+def test_cell_text_never_hides_digits_of_large_numbers() -> None:
+    assert cell_text(10771.394809) == "10771.4"
+    assert cell_text(np.float64(0.123456)) == "0.1235"
+    assert cell_text(float("nan")) == "" and cell_text(None) == ""
+    assert cell_text(np.int64(12345)) == "12345" and cell_text("Europe") == "Europe"
+    assert cell_text(-2500.0) == "-2500.0" and cell_text(999.94) == "999.9"
