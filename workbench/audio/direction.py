@@ -45,7 +45,7 @@ _SQRT2 = math.sqrt(2.0)
 # Two-channel frame path: threads per FFT (parallelism comes from running the direction map
 # beside the spectrogram), and frames per batch (bounds the float32 spectra to a few MB).
 _FFT_WORKERS = 1
-_PAIR_CHUNK_FRAMES = 128
+_PAIR_CHUNK_FRAMES = 64
 _SQRT3 = math.sqrt(3.0)
 
 
@@ -1200,7 +1200,8 @@ class _PairStream:
 
 
 def _finite_or_none(value: float) -> float | None:
-    return float(value) if np.isfinite(value) else None
+    value = float(value)
+    return value if math.isfinite(value) else None
 
 
 def _read_blocks(path: Path, block_s: float) -> tuple[int, int, Iterator[np.ndarray]]:
@@ -1416,7 +1417,7 @@ def _analyze_pair(
                 "ild_db": _finite_or_none(ild),
                 "panorama_index": _finite_or_none(index),
             }
-            for t, ild, index in zip(result["t"], result["ild_db"], panorama)
+            for t, ild, index in zip(result["t"].tolist(), result["ild_db"].tolist(), panorama.tolist())
         ]
         valid = np.isfinite(panorama)
         edges = np.linspace(-1.0, 1.0, 41)
@@ -1432,11 +1433,12 @@ def _analyze_pair(
         lateral = np.degrees(lateral_from_tau_ab(tau, float(spacing_m)))
     lateral = np.atleast_1d(lateral)
     frame_rows = []
-    for t, angle, ild in zip(result["t"], lateral, result["ild_db"]):
-        hour = oclock(float(angle)) if np.isfinite(angle) else None
+    # Python floats (tolist) make this per-frame loop several times faster than numpy scalars.
+    for t, angle, ild in zip(result["t"].tolist(), lateral.tolist(), result["ild_db"].tolist()):
+        hour = oclock(angle) if math.isfinite(angle) else None
         frame_rows.append(
             {
-                "t": float(t),
+                "t": t,
                 "lateral_deg": _finite_or_none(angle),
                 "oclock": hour,
                 "oclock_mirror": oclock_mirror(hour) if hour is not None else None,
