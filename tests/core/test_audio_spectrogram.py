@@ -242,6 +242,10 @@ def test_quantisation_rounds_to_the_nearest_level_and_saturates() -> None:
     expected = np.clip(np.floor((exact_db - params.db_floor) * scale + 0.5), 0, 255)
     levels = accumulator._quantise(power.copy())
     assert levels.dtype == np.uint8
+    # The linear scale quantises magnitudes |X| with power = |X|²: the same levels.
+    from_magnitude = accumulator._quantise(np.sqrt(power.astype(np.float64)).astype(np.float32), exponent=2)
+    assert np.mean(from_magnitude == levels) > 0.9999
+    assert np.abs(from_magnitude.astype(int) - levels.astype(int)).max() <= 1
     difference = np.abs(levels.astype(int) - expected.astype(int))
     assert difference.max() <= 1  # float32 rounding can only matter right at a level boundary
     assert np.mean(difference == 0) > 0.9999
