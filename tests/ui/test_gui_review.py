@@ -410,10 +410,9 @@ def test_spectrogram_is_handed_over_before_the_playback_decode(monkeypatch, demo
 
 def test_run_gui_deletes_the_window_before_returning(monkeypatch, demo_db, qapp) -> None:  # type: ignore[no-untyped-def]
     import shiboken6
-    from PySide6.QtCore import QTimer
 
+    import ui.app
     import ui.main_window
-    from ui.app import run_gui
     from workbench.audio.playback import NullSink, Player
 
     built = []
@@ -422,10 +421,18 @@ def test_run_gui_deletes_the_window_before_returning(monkeypatch, demo_db, qapp)
         def __init__(self, store, annotator, **kwargs):  # type: ignore[no-untyped-def]
             super().__init__(store, annotator, player=Player(NullSink()), force_sync=True)
             built.append(self)
-            QTimer.singleShot(0, qapp.quit)
+
+    class NoLoop:
+        """The application, minus the event loop (quitting the test's QApplication would stop
+        every later event loop of the session)."""
+
+        def exec(self) -> int:
+            assert built and shiboken6.isValid(built[0]) and built[0].isVisible()
+            return 0
 
     monkeypatch.setattr(ui.main_window, "MainWindow", Recorded)
-    assert run_gui(str(demo_db), "tester", clip_key="DEMO-0001") == 0
+    monkeypatch.setattr(ui.app, "ensure_application", lambda: NoLoop())
+    assert ui.app.run_gui(str(demo_db), "tester", clip_key="DEMO-0001") == 0
     assert len(built) == 1 and not shiboken6.isValid(built[0])
     assert QSettings(str(settings_path()), QSettings.Format.IniFormat).value("geometry") is not None
 
