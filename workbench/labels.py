@@ -183,6 +183,23 @@ def _decode(value: str | None) -> Any:
     return None if value is None else json.loads(value)
 
 
+def clip_id_for_key(store: Store, key: str) -> int:
+    """The id of the clip with dataset key ``key``.
+
+    Raises
+    ------
+    InputError
+        No clip has that key, or clips of several datasets do (the key is ambiguous).
+    """
+    with store.session() as s:
+        ids = s.exec(select(Clip.id).where(Clip.key == key)).all()
+    if not ids:
+        raise InputError(f"no clip with key {key!r} in this project; check the key (aglw import dataset first)")
+    if len(ids) > 1:
+        raise InputError(f"clip key {key!r} occurs in {len(ids)} datasets; it is ambiguous")
+    return int(ids[0])
+
+
 class LabelService:
     """Reads and writes human labels of one project store.
 
@@ -225,14 +242,8 @@ class LabelService:
             return [_annotator_info(a) for a in s.exec(select(Annotator).order_by(Annotator.id))]
 
     def clip_id_for_key(self, key: str) -> int:
-        """The clip id of a dataset key; a handled error when unknown or ambiguous."""
-        with self.store.session() as s:
-            ids = s.exec(select(Clip.id).where(Clip.key == key)).all()
-        if not ids:
-            raise InputError(f"no clip with key {key!r} in this project; check the key (aglw import dataset first)")
-        if len(ids) > 1:
-            raise InputError(f"clip key {key!r} occurs in {len(ids)} datasets; it is ambiguous")
-        return int(ids[0])
+        """The clip id of a dataset key (see :func:`clip_id_for_key`)."""
+        return clip_id_for_key(self.store, key)
 
     # ------------------------------------------------------------------ writes
 

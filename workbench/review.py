@@ -52,6 +52,7 @@ from storage.models import (
     TagTimeline,
 )
 from workbench.errors import InputError
+from workbench.labels import clip_id_for_key
 
 SPEECH_ID = "/m/09x0r"
 SPEECH_TAG_THRESHOLD = 0.15
@@ -631,13 +632,7 @@ class ReviewService:
 
     def clip_id_for_key(self, key: str) -> int:
         """The id of the clip with dataset key ``key``; InputError when unknown or ambiguous."""
-        with self.store.session() as s:
-            ids = s.exec(select(Clip.id).where(Clip.key == key)).all()
-        if not ids:
-            raise InputError(f"no clip with key {key!r} in this project; check the key (aglw import dataset first)")
-        if len(ids) > 1:
-            raise InputError(f"clip key {key!r} occurs in {len(ids)} datasets; it is ambiguous")
-        return int(ids[0])
+        return clip_id_for_key(self.store, key)
 
 
 def _speech(human_sounds: float | None, speech_probability: float | None) -> bool | None:
