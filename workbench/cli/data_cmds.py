@@ -15,34 +15,16 @@ from rich.table import Table
 from workbench.cli.context import app_context, emit_json, say
 from workbench.errors import AglwError
 from workbench.importing import ImportReport, import_dataset, import_predictions
-from workbench.metrics.core import PROFILES
+from workbench.metrics.core import METRIC_KEYS, PROFILES
 from workbench.metrics.service import GROUP_BY_OPTIONS, leaderboard, model_metrics
 
 import_app = typer.Typer(help="Import a dataset CSV or ALM result records (all or nothing).", no_args_is_help=True)
 
-_RATE_KEYS = (
-    "continent_acc",
-    "country_acc",
-    "city_acc",
-    "reject_rate",
-    "within_1km",
-    "within_10km",
-    "within_100km",
-    "within_1000km",
-)
+# Derived from METRIC_KEYS so a new metric shows up here without a second list to update.
+_RATE_KEYS = tuple(k for k in METRIC_KEYS if k.endswith("_acc") or k == "reject_rate" or k.startswith("within_"))
 # Only these differ between the agl1k and iso profiles.
 _PROFILE_DEPENDENT = ("continent_acc", "country_acc")
-_SHARED_COLUMNS = (
-    "n",
-    "distance_error_km",
-    "city_acc",
-    "reject_rate",
-    "within_1km",
-    "within_10km",
-    "within_100km",
-    "within_1000km",
-    "geoscore_mean",
-)
+_SHARED_COLUMNS = tuple(k for k in METRIC_KEYS if k not in ("model", "profile", *_PROFILE_DEPENDENT))
 
 
 def _format(key: str, value: Any) -> str:

@@ -11,7 +11,7 @@ from typing import Optional
 import typer
 
 from workbench.cli.context import app_context, emit_json, say
-from workbench.labels import UNSET, LabelChange, LabelService
+from workbench.labels import UNSET, AnnotatorInfo, LabelChange, LabelService
 
 label_app = typer.Typer(help="Record expert labels (each edit is committed before it is acknowledged).")
 
@@ -33,6 +33,13 @@ def _optional_int(value: Optional[str], name: str) -> object:
         return int(str(text))
     except ValueError:
         raise typer.BadParameter(f"{name} must be an integer or 'none', got {value!r}") from None
+
+
+def _labelling(ctx: typer.Context) -> tuple[LabelService, AnnotatorInfo]:
+    """The label service of the project and the annotator who labels (created on first use)."""
+    app = app_context(ctx)
+    service = LabelService(app.store())
+    return service, service.ensure_annotator(app.annotator_name())
 
 
 def _acknowledge(ctx: typer.Context, change: LabelChange, what: str) -> None:
@@ -64,9 +71,7 @@ def label_set(
     polarity: Optional[str] = typer.Option(None, "--polarity", help="Per-clip polarity P|N|neutral, or 'none'."),
 ) -> None:
     """Record an expert's label for one category of one clip."""
-    app = app_context(ctx)
-    service = LabelService(app.store())
-    annotator = service.ensure_annotator(app.annotator_name())
+    service, annotator = _labelling(ctx)
     clip_id = service.clip_id_for_key(clip)
     change = service.set_category_label(
         annotator.id,
@@ -88,9 +93,7 @@ def label_clip(
     note: Optional[str] = typer.Option(None, "--note", help="Free text note ('none' clears it)."),
 ) -> None:
     """Record an expert's judgment of a whole clip."""
-    app = app_context(ctx)
-    service = LabelService(app.store())
-    annotator = service.ensure_annotator(app.annotator_name())
+    service, annotator = _labelling(ctx)
     clip_id = service.clip_id_for_key(clip)
     change = service.set_clip_label(
         annotator.id,
@@ -109,9 +112,7 @@ def label_polarity(
     polarity: str = typer.Option(..., "--polarity", help="P|N|neutral, or 'none' to return to the fitted one."),
 ) -> None:
     """Force a category's polarity across the pool (an expert override of the fit)."""
-    app = app_context(ctx)
-    service = LabelService(app.store())
-    annotator = service.ensure_annotator(app.annotator_name())
+    service, annotator = _labelling(ctx)
     value = _optional_text(polarity)
     change = service.set_category_polarity(annotator.id, category, None if value is UNSET else value)  # type: ignore[arg-type]
     _acknowledge(ctx, change, f"{annotator.name}: {category} polarity {change.new['polarity']}")
