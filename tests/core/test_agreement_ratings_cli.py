@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from workbench.cli.main import main
+from tests.cli_helpers import run_json
 from tests.core.test_agreement_stats import COHEN_BINARY, COHEN_THREE, FLEISS, KRIPP
+from workbench.cli.main import main
 
 
 def _write(path: Path, rows: list[tuple]) -> Path:
@@ -19,10 +19,7 @@ def _write(path: Path, rows: list[tuple]) -> Path:
 
 
 def _run(capsys: pytest.CaptureFixture, path: Path, level: str) -> dict:
-    rc = main(["--json", "agreement", "--ratings", str(path), "--level", level])
-    captured = capsys.readouterr()
-    assert rc == 0, captured.err
-    return json.loads(captured.out)
+    return run_json(capsys, "--json", "agreement", "--ratings", str(path), "--level", level)
 
 
 def _pairs(a: list, b: list) -> list[tuple]:

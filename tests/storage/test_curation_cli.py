@@ -7,6 +7,7 @@ import json
 import pytest
 
 from storage import open_store
+from tests.cli_helpers import run_json
 from tests.storage.test_curation_fixtures import BIRD, SPEECH, WORKED_EXAMPLE, build_project
 from workbench.cli.main import main
 
@@ -17,14 +18,6 @@ def project_db(sqlite_path):  # type: ignore[no-untyped-def]
     build_project(store, WORKED_EXAMPLE)
     store.dispose()
     return str(sqlite_path)
-
-
-def run_json(capsys, *argv: str):  # type: ignore[no-untyped-def]
-    capsys.readouterr()
-    rc = main(list(argv))
-    captured = capsys.readouterr()
-    assert rc == 0, captured.err
-    return json.loads(captured.out)
 
 
 def test_fit_json_contract_preview_and_diff(project_db, capsys) -> None:  # type: ignore[no-untyped-def]

@@ -11,6 +11,7 @@ from sqlmodel import select
 
 from storage import open_store
 from storage.models import AlmRun, Clip, JudgeRun, Judgment, Tag, TaggerRun
+from tests.cli_helpers import run_json
 from tests.core.test_tagging_ontology import write_small_ontology
 from tests.storage.test_import_dataset import clip_row, write_csv
 from tests.storage.test_import_predictions import write_jsonl
@@ -89,11 +90,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _fit(capsys: pytest.CaptureFixture[str], db: Path, *args: str) -> dict:
-    capsys.readouterr()
-    rc = main(["--db", str(db), "--json", "fit", "--n-min", "1", *args])
-    captured = capsys.readouterr()
-    assert rc == 0, captured.err
-    return json.loads(captured.out)
+    return run_json(capsys, "--db", str(db), "--json", "fit", "--n-min", "1", *args)
 
 
 def test_fit_with_root_rollup_uses_the_ontology_roots(project: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from sqlalchemy import func, select
 
 from storage.models import AlmRun, Prediction
+from tests.cli_helpers import run_json as cli_json
 from tests.storage.test_import_dataset import clip_row, write_csv
 from workbench.cli.main import main
 from workbench.errors import AglwError, InputError
@@ -204,10 +205,7 @@ def test_predictions_without_dataset_are_stored_unlinked(store, tmp_path):
 
 
 def run_json(capsys, db: Path, *args: str):
-    rc = main(["--db", str(db), "--json", *args])
-    captured = capsys.readouterr()
-    assert rc == 0, captured.err
-    return json.loads(captured.out)
+    return cli_json(capsys, "--db", str(db), "--json", *args)
 
 
 @pytest.fixture
