@@ -241,6 +241,7 @@ def open_clip(
     cache_dir: Path | None = None,
     content_hash: str | None = None,
     use_cache: bool = True,
+    parallel: bool = True,
 ) -> OpenedClip:
     """Open a clip without the GUI: decode, spectrogram pyramid, waveform envelope, direction map.
 
@@ -265,6 +266,9 @@ def open_clip(
         The file's SHA-256 when known (e.g. stored with the clip); hashed here otherwise.
     use_cache
         Read and write the pyramid cache.
+    parallel
+        Compute the pyramid on a second thread while the direction map is analysed (False: one
+        after the other on the calling thread, e.g. where only one core is free).
 
     Returns
     -------
@@ -289,19 +293,24 @@ def open_clip(
             lambda: compute_pyramids(audio, params, cache_dir=cache_dir, content_hash=file_hash), timings, "pyramid"
         )
 
-    direction: dict[str, Any] | None = None
-    note = ""
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="aglw-open") as pool:
-        pending = pool.submit(pyramids)
+    def direction_map() -> tuple[dict[str, Any] | None, str]:
         try:
-            direction = _timed(
+            return _timed(
                 lambda: analyze_direction_samples(
                     audio.samples, audio.sample_rate, layout=layout, spacing_m=spacing_m, name=str(path)
                 ),
                 timings, "direction",
-            )
+            ), ""
         except InputError as exc:  # mono, or a layout the file cannot have: no direction view
-            note = str(exc)
-        pyramid, envelope = pending.result()
+            return None, str(exc)
+
+    if parallel:
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="aglw-open") as pool:
+            pending = pool.submit(pyramids)
+            direction, note = direction_map()
+            pyramid, envelope = pending.result()
+    else:
+        pyramid, envelope = pyramids()
+        direction, note = direction_map()
     timings["total"] = time.perf_counter() - start
     return OpenedClip(audio, pyramid, envelope, direction, note, timings)
