@@ -158,3 +158,30 @@ def test_open_clip_without_direction_information(tmp_path: Path) -> None:
     assert spaced.direction is not None and spaced.direction["layout"] == "ab"
     with pytest.raises(AudioError, match="absent.wav"):
         open_clip(tmp_path / "absent.wav")
+
+
+def test_open_clip_side_by_side_equals_one_after_the_other(tmp_path: Path) -> None:
+    from workbench.audio.service import open_clip
+
+    path = _tone(tmp_path / "pair.wav", 0.3, seconds=2.0)
+    both = open_clip(path, layout="binaural", use_cache=False, parallel=True)
+    one = open_clip(path, layout="binaural", use_cache=False, parallel=False)
+    assert both.timings["parallel"] == 1.0 and one.timings["parallel"] == 0.0
+    assert both.direction == one.direction and both.direction is not None
+    np.testing.assert_array_equal(both.pyramid.levels[0], one.pyramid.levels[0])
+
+
+def test_second_core_free_follows_cores_and_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from workbench.audio import service
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.7, 0.5, 0.5), raising=False)
+    assert service.second_core_free()
+    monkeypatch.setattr(os, "getloadavg", lambda: (3.9, 4.0, 4.0), raising=False)
+    assert not service.second_core_free()
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
+    assert service.second_core_free()
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    assert not service.second_core_free()

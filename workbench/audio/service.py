@@ -3,6 +3,7 @@ open a clip for review (decode once; spectrogram pyramid and direction map side 
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -212,8 +213,8 @@ class OpenedClip:
 
     ``direction`` is the :func:`~workbench.audio.direction.analyze_direction` result, or None
     with ``direction_note`` saying why (mono, or a layout the file cannot have).
-    ``timings`` holds wall-clock seconds: ``decode``, ``pyramid`` and ``direction`` (the last two
-    overlap, they run side by side) and ``total``.
+    ``timings`` holds wall-clock seconds: ``decode``, ``pyramid`` and ``direction`` (these two
+    overlap when they ran side by side) and ``total``; ``parallel`` is 1.0 when they did.
     """
 
     audio: AudioData
@@ -222,6 +223,28 @@ class OpenedClip:
     direction: dict[str, Any] | None
     direction_note: str
     timings: dict[str, float] = field(default_factory=dict)
+
+
+def second_core_free() -> bool:
+    """Whether this process has two or more cores and the 1-minute load average leaves one idle.
+
+    Returns
+    -------
+    bool
+        True where the load average is unknown (e.g. Windows) but there are two cores.
+    """
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    if cores < 2:
+        return False
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return True
+    # The calling thread counts itself in the load: one more runnable thread must find a core.
+    return load <= cores - 1
 
 
 def _timed(function: Any, timings: dict[str, float], key: str) -> Any:
@@ -241,7 +264,7 @@ def open_clip(
     cache_dir: Path | None = None,
     content_hash: str | None = None,
     use_cache: bool = True,
-    parallel: bool = True,
+    parallel: bool | None = None,
 ) -> OpenedClip:
     """Open a clip without the GUI: decode, spectrogram pyramid, waveform envelope, direction map.
 
@@ -267,8 +290,10 @@ def open_clip(
     use_cache
         Read and write the pyramid cache.
     parallel
-        Compute the pyramid on a second thread while the direction map is analysed (False: one
-        after the other on the calling thread, e.g. where only one core is free).
+        Compute the pyramid on a second thread while the direction map is analysed, or one after
+        the other on the calling thread. None (default): side by side only when a second core is
+        free (:func:`second_core_free`); on a saturated machine the two would only take turns
+        on one core and run slower than one after the other.
 
     Returns
     -------
@@ -284,6 +309,8 @@ def open_clip(
     timings: dict[str, float] = {}
     start = time.perf_counter()
     audio = _timed(lambda: load_audio(path), timings, "decode")
+    if parallel is None:
+        parallel = second_core_free()
 
     def pyramids() -> tuple[SpectrogramPyramid, WaveformEnvelope]:
         file_hash = None
@@ -313,4 +340,5 @@ def open_clip(
         pyramid, envelope = pyramids()
         direction, note = direction_map()
     timings["total"] = time.perf_counter() - start
+    timings["parallel"] = float(parallel)
     return OpenedClip(audio, pyramid, envelope, direction, note, timings)
