@@ -1151,7 +1151,9 @@ class _PairStream:
         # Decoded audio is float32: keep it (the spectra are float32 anyway); energies below are
         # still float64 sums of exact squares.
         dtype = np.float32 if block.dtype == np.float32 else np.float64
-        buffer = np.concatenate([self._buffer.astype(dtype, copy=False), block.astype(dtype, copy=False)])
+        block = block.astype(dtype, copy=False)
+        # Blocks of whole frames (e.g. 20 s at 44.1 or 48 kHz) leave nothing over: no copy then.
+        buffer = np.concatenate([self._buffer.astype(dtype, copy=False), block]) if self._buffer.size else block
         n_frames = buffer.shape[0] // self.frame_len
         if n_frames:
             framed = buffer[: n_frames * self.frame_len].reshape(n_frames, self.frame_len, 2)
