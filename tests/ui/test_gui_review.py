@@ -483,6 +483,14 @@ def test_shown_window_paints_the_spectrogram_before_the_rest_arrives(make_window
     window.player_view.spectrogramPainted.connect(lambda _c: order.append("painted"))
     window.audioShown.connect(lambda _c: order.append("audio"))
     window.open_clip(_clip_id(demo_store, "DEMO-0003"))
-    qtbot.waitUntil(lambda: "audio" in order, timeout=20_000)
+    errors: list[str] = []
+    window.loader.loaded.connect(lambda result: errors.append(result.error) if result.error else None)
+    try:
+        qtbot.waitUntil(lambda: "audio" in order or bool(errors), timeout=20_000)
+    except Exception:
+        print("DEBUG", order, errors, window.player_view.spectrogram_clip_id, window.loader.generation,
+              window.loader.busy, window.loader.dropped, window.player_view.direction_note.textItem.toPlainText())
+        raise
+    assert not errors
     assert order == ["painted", "audio"]
     assert window.player_view.direction_image.image.shape[0] == 36
