@@ -5,8 +5,8 @@ decode-only time measured in the same run; a cached clip reopens in <= 50 ms.
 
 The full open is measured on the code path the application uses,
 :func:`workbench.audio.service.open_clip`: one decode, then the pyramid (written to a fresh,
-empty cache, as on a first open) and the direction map, side by side on two threads when a
-second core is free, else one after the other (the other mode is printed too). The clip is
+empty cache, as on a first open) and the direction map, side by side on two threads when the
+process has a second core, else one after the other (the other mode is printed too). The clip is
 opened as ``binaural`` so that the direction map is the GCC-PHAT one (the detected ``stereo``
 layout only needs a level panorama; it is printed too). Decode-only and full-open runs alternate
 so that both see the same machine load; medians are reported.
@@ -133,7 +133,7 @@ def main(repeats: int = 5) -> int:
           f"{sequential_s / decode_s:.2f} x decode-only")
     print(f"full open, service.open_clip (binaural, GCC-PHAT; cold cache): {_ms(open_s)} = "
           f"{open_s / decode_s:.2f} x decode-only (target <= 3 x)")
-    print(f"  ran side by side in {n_parallel} of {repeats} opens (a second core free by the load average); "
+    print(f"  ran side by side in {n_parallel} of {repeats} opens (side by side whenever the process has two cores); "
           f"stages: decode {_ms(stage('decode'))}, pyramid + envelope + cache write {_ms(stage('pyramid'))}, "
           f"direction {_ms(stage('direction'))}")
     print(f"full open forced to the other mode ({'one thread' if n_parallel * 2 > repeats else 'side by side'}): "

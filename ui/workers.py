@@ -116,7 +116,7 @@ def load_clip_audio(
     try:
         checkpoint()
         digest = request.content_hash or file_digest(request.path)
-        pyramid, envelope = compute_pyramids(request.path, request.params, content_hash=digest)
+        pyramid, envelope = compute_pyramids(request.path, request.params, content_hash=digest, write_behind=True)
         checkpoint()
         if partial is not None:
             partial(AudioResult(request.generation, request.clip_id, pyramid=pyramid, envelope=envelope,

@@ -258,3 +258,58 @@ def test_louder_than_full_scale_saturates_in_the_image() -> None:
     t = np.arange(RATE * 2) / RATE
     loud, _ = compute_pyramids(_audio(4.0 * np.sin(2 * np.pi * 64 * (RATE / params.n_fft) * t)), params)
     assert np.all(loud.levels[0][64, 20:-20] == 255)  # +12 dBFS: clipped at the ceiling
+
+
+def test_prefetched_keeps_order_reraises_and_stops_early() -> None:
+    import threading
+
+    from workbench.audio.spectrogram import prefetched
+
+    assert [int(b[0]) for b in prefetched(np.full(1, i) for i in range(7))] == list(range(7))
+
+    def failing():
+        yield np.zeros(1)
+        raise ValueError("bad frame at block 2")
+
+    stream = prefetched(failing())
+    next(stream)
+    with pytest.raises(ValueError, match="block 2"):
+        next(stream)
+
+    produced: list[int] = []
+
+    def endless():
+        i = 0
+        while True:
+            produced.append(i)
+            yield np.full(1, i)
+            i += 1
+
+    stream = prefetched(endless(), depth=2)
+    next(stream)
+    stream.close()
+    assert not any(t.name == "aglw-decode-prefetch" and t.is_alive() for t in threading.enumerate())
+    assert len(produced) <= 5  # the producer stayed at most depth + a few ahead, then stopped
+
+
+def test_write_behind_returns_before_the_entry_is_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    path = tmp_path / "tone.wav"
+    sf.write(path, 0.1 * np.sin(np.arange(48_000) / 10.0).astype(np.float32), 16_000)
+    cache = tmp_path / "cache"
+    release = threading.Event()
+    original = spectrogram_module._write_cache
+
+    def slow_write(*args, **kwargs):  # type: ignore[no-untyped-def]
+        release.wait(5)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(spectrogram_module, "_write_cache", slow_write)
+    pyramid, _ = compute_pyramids(path, cache_dir=cache, write_behind=True)
+    assert not any(cache.glob("*/levels*")) and not [p for p in cache.glob("*") if not p.name.startswith(".")]
+    release.set()
+    spectrogram_module.wait_for_cache_writes()
+    monkeypatch.setattr(spectrogram_module, "_compute", lambda *a, **k: pytest.fail("recomputed"))
+    again, _ = compute_pyramids(path, cache_dir=cache)
+    np.testing.assert_array_equal(np.asarray(again.levels[0]), np.asarray(pyramid.levels[0]))

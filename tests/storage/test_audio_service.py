@@ -171,17 +171,13 @@ def test_open_clip_side_by_side_equals_one_after_the_other(tmp_path: Path) -> No
     np.testing.assert_array_equal(both.pyramid.levels[0], one.pyramid.levels[0])
 
 
-def test_second_core_free_follows_cores_and_load(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_side_by_side_needs_a_second_core_not_an_idle_machine(monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
     from workbench.audio import service
 
-    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
-    monkeypatch.setattr(os, "getloadavg", lambda: (0.7, 0.5, 0.5), raising=False)
-    assert service.second_core_free()
     monkeypatch.setattr(os, "getloadavg", lambda: (3.9, 4.0, 4.0), raising=False)
-    assert not service.second_core_free()
-    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
-    assert service.second_core_free()
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert service.has_second_core()
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
-    assert not service.second_core_free()
+    assert not service.has_second_core()

@@ -225,26 +225,18 @@ class OpenedClip:
     timings: dict[str, float] = field(default_factory=dict)
 
 
-def second_core_free() -> bool:
-    """Whether this process has two or more cores and the 1-minute load average leaves one idle.
+def has_second_core() -> bool:
+    """Whether this process may run on two or more cores (its CPU affinity, else the core count).
 
-    Returns
-    -------
-    bool
-        True where the load average is unknown (e.g. Windows) but there are two cores.
+    The machine's load is deliberately not consulted: the 1-minute load average mostly reflects
+    the workbench's own recent work (the previous clip it opened), and on a busy machine running
+    side by side costs only a few percent against halving the wait on a free one.
     """
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         cores = os.cpu_count() or 1
-    if cores < 2:
-        return False
-    try:
-        load = os.getloadavg()[0]
-    except (AttributeError, OSError):
-        return True
-    # The calling thread counts itself in the load: one more runnable thread must find a core.
-    return load <= cores - 1
+    return cores >= 2
 
 
 def _timed(function: Any, timings: dict[str, float], key: str) -> Any:
@@ -291,9 +283,8 @@ def open_clip(
         Read and write the pyramid cache.
     parallel
         Compute the pyramid on a second thread while the direction map is analysed, or one after
-        the other on the calling thread. None (default): side by side only when a second core is
-        free (:func:`second_core_free`); on a saturated machine the two would only take turns
-        on one core and run slower than one after the other.
+        the other on the calling thread. None (default): side by side when the process has a
+        second core (:func:`has_second_core`).
 
     Returns
     -------
@@ -310,7 +301,7 @@ def open_clip(
     start = time.perf_counter()
     audio = _timed(lambda: load_audio(path), timings, "decode")
     if parallel is None:
-        parallel = second_core_free()
+        parallel = has_second_core()
 
     def pyramids() -> tuple[SpectrogramPyramid, WaveformEnvelope]:
         file_hash = None

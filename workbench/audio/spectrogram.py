@@ -24,8 +24,11 @@ import logging
 import math
 import os
 import shutil
+import queue
 import tempfile
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
@@ -242,7 +245,58 @@ def _mono_blocks(source: str | Path | AudioData) -> tuple[Iterator[np.ndarray], 
         for _, block in iter_blocks(source, _STREAM_BLOCK_FRAMES):
             yield _mix_to_mono(block)
 
-    return from_file(), info.sample_rate, info.frames
+    return prefetched(from_file()), info.sample_rate, info.frames
+
+
+_END = object()
+
+
+def prefetched(blocks: Iterator[np.ndarray], depth: int = 2) -> Iterator[np.ndarray]:
+    """Run ``blocks`` on a helper thread, ``depth`` items ahead of the consumer.
+
+    Decoding (libsndfile releases the GIL) then overlaps with the FFT of the previous block,
+    which keeps both cores busy on a cold open. An exception raised while producing is
+    re-raised in the consumer at the point it happened; closing the returned generator early
+    stops the producer after its current item.
+    """
+    items: queue.Queue[object] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            for item in blocks:
+                while not stop.is_set():
+                    try:
+                        items.put(item, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    close = getattr(blocks, "close", None)
+                    if close is not None:
+                        close()  # releases the file now, on this thread
+                    return
+            items.put(_END)
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer
+            items.put(exc)
+
+    worker = threading.Thread(target=produce, name="aglw-decode-prefetch", daemon=True)
+    worker.start()
+    try:
+        while True:
+            item = items.get()
+            if item is _END:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item  # type: ignore[misc]
+    finally:
+        stop.set()
+        while worker.is_alive():
+            try:
+                items.get_nowait()
+            except queue.Empty:
+                worker.join(0.05)
 
 
 class _StftAccumulator:
@@ -533,6 +587,7 @@ def compute_pyramids(
     *,
     cache_dir: Path | None = None,
     content_hash: str | None = None,
+    write_behind: bool = False,
 ) -> tuple[SpectrogramPyramid, WaveformEnvelope]:
     """Spectrogram pyramid and waveform envelope of a clip, from the disk cache when possible.
 
@@ -547,6 +602,10 @@ def compute_pyramids(
     content_hash
         The file's SHA-256 (see :func:`workbench.audio.loader.content_hash`). Computed for a
         path when omitted; decoded audio without a hash is not cached.
+    write_behind
+        Write a new cache entry on a background thread and return at once (the GUI paints
+        first). Entries are written to a staging folder and renamed, so a reader never sees
+        half an entry; one that is not there yet is simply computed again.
 
     Returns
     -------
@@ -567,6 +626,32 @@ def compute_pyramids(
     if cached is not None:
         return cached
     pyramid, waveform = _compute(path_or_audio, params)
+    if write_behind:
+        _cache_writer().submit(_store_in_cache, entry, pyramid, waveform)
+    else:
+        _store_in_cache(entry, pyramid, waveform)
+    return pyramid, waveform
+
+
+_writer: ThreadPoolExecutor | None = None
+_writer_lock = threading.Lock()
+
+
+def _cache_writer() -> ThreadPoolExecutor:
+    """The one background thread that writes cache entries (joined at interpreter exit)."""
+    global _writer
+    with _writer_lock:
+        if _writer is None:
+            _writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aglw-cache-write")
+        return _writer
+
+
+def wait_for_cache_writes() -> None:
+    """Block until every cache entry submitted with ``write_behind`` is on disk."""
+    _cache_writer().submit(lambda: None).result()
+
+
+def _store_in_cache(entry: Path, pyramid: SpectrogramPyramid, waveform: WaveformEnvelope) -> None:
     if entry.exists():
         # Unreadable or from an older cache format: replace it.
         shutil.rmtree(entry, ignore_errors=True)
@@ -576,7 +661,6 @@ def compute_pyramids(
     except OSError as exc:
         # A read-only or full cache must not stop the clip from opening.
         log.warning("could not cache pyramids in %s: %s", entry, exc)
-    return pyramid, waveform
 
 
 __all__ = [
