@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlmodel import col, select
+from sqlmodel import Session, col, select
 
 from storage import Store
 from storage.models import (
@@ -452,10 +452,7 @@ class ReviewService:
             If the clip does not exist.
         """
         with self.store.session() as s:
-            clip = s.get(Clip, clip_id)
-            if clip is None:
-                raise InputError(f"no clip with id {clip_id} in this project")
-            roots = [Path(r.path) for r in s.exec(select(MediaRoot).where(MediaRoot.dataset_id == clip.dataset_id))]
+            clip, roots = _clip_and_roots(s, clip_id)
             predictions = s.exec(
                 select(Prediction, AlmRun)
                 .join(AlmRun, Prediction.alm_run_id == AlmRun.id)
@@ -623,10 +620,7 @@ class ReviewService:
             If the clip does not exist.
         """
         with self.store.session() as s:
-            clip = s.get(Clip, clip_id)
-            if clip is None:
-                raise InputError(f"no clip with id {clip_id} in this project")
-            roots = [Path(r.path) for r in s.exec(select(MediaRoot).where(MediaRoot.dataset_id == clip.dataset_id))]
+            clip, roots = _clip_and_roots(s, clip_id)
         path, problem = _resolve_audio(clip, roots)
         return AudioSource(clip.id, clip.key, path, problem, clip.layout_override or clip.layout)
 
@@ -654,6 +648,15 @@ def _flag_names(flags: Any) -> tuple[str, ...]:
         else:
             names.append(str(flag))
     return tuple(names)
+
+
+def _clip_and_roots(session: Session, clip_id: int) -> tuple[Clip, list[Path]]:
+    """A clip and its dataset's media roots; a clear error when the clip does not exist."""
+    clip = session.get(Clip, clip_id)
+    if clip is None:
+        raise InputError(f"no clip with id {clip_id} in this project")
+    roots = [Path(r.path) for r in session.exec(select(MediaRoot).where(MediaRoot.dataset_id == clip.dataset_id))]
+    return clip, roots
 
 
 def _resolve_audio(clip: Clip, roots: list[Path]) -> tuple[Path | None, str | None]:
