@@ -91,6 +91,8 @@ class DemoClipSpec:
     tags: dict[str, float]
 
 
+DEMO_DB_NAME = "demo.sqlite"
+
 DEMO_CLIPS: tuple[DemoClipSpec, ...] = (
     DemoClipSpec(
         key="DEMO-0001",
@@ -286,7 +288,7 @@ def create_demo_project(directory: str | Path, *, seed: int = 7, overwrite: bool
         If the directory already holds a project and ``overwrite`` is false.
     """
     directory = Path(directory).expanduser().resolve()
-    db_path = directory / "demo.sqlite"
+    db_path = directory / DEMO_DB_NAME
     media = directory / "media"
     if db_path.exists():
         if not overwrite:

@@ -45,3 +45,21 @@ def test_demo_no_gui_prints_a_summary(tmp_path, capsys) -> None:  # type: ignore
     payload = json.loads(capsys.readouterr().out)
     assert payload["demo"] is True and payload["layouts"] == ["mono", "stereo", "binaural", "ambix"]
     assert (tmp_path / "d" / "demo.sqlite").is_file()
+
+
+def test_demo_twice_reuses_the_project_and_keeps_labels(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """`make demo` run a second time opens the same project instead of failing."""
+    directory = tmp_path / "d"
+    assert main(["--json", "demo", "--dir", str(directory), "--no-gui"]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert first["reused"] is False
+    assert main(["--db", first["db"], "--annotator", "ana", "label", "clip", "--clip", "DEMO-0001",
+                 "--rating", "4"]) == 0
+    capsys.readouterr()
+    assert main(["--json", "demo", "--dir", str(directory), "--no-gui"]) == 0
+    second = json.loads(capsys.readouterr().out)
+    assert second == {"db": first["db"], "reused": True, "demo": True}
+    assert main(["--db", first["db"], "--json", "label", "history", "--clip", "DEMO-0001"]) == 0
+    assert '"rating"' in capsys.readouterr().out  # the label survived the second `aglw demo`
+    assert main(["--json", "demo", "--dir", str(directory), "--no-gui", "--overwrite"]) == 0
+    assert json.loads(capsys.readouterr().out)["reused"] is False

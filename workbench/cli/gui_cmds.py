@@ -70,10 +70,24 @@ def register(app: typer.Typer) -> None:
         no_gui: bool = typer.Option(False, "--no-gui", help="Only generate it and print a summary."),
         overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing demo project there."),
     ) -> None:
-        """Generate a demo project offline (synthetic DEMO data) and open the GUI on it."""
-        from workbench.demo import create_demo_project
+        """Generate a demo project offline (synthetic DEMO data) and open the GUI on it.
+
+        An existing demo project in ``--dir`` is opened as it is (your labels in it are kept);
+        ``--overwrite`` generates it afresh.
+        """
+        from workbench.demo import DEMO_DB_NAME, create_demo_project
 
         context = app_context(ctx)
+        existing = directory.expanduser().resolve() / DEMO_DB_NAME
+        if existing.exists() and not overwrite:
+            if context.json:
+                emit_json({"db": str(existing), "reused": True, "demo": True})
+            else:
+                say(f"opening the existing DEMO project {existing} (pass --overwrite to generate it afresh)")
+            if not no_gui:
+                code = importlib.import_module("ui.app").run_gui(str(existing), context.annotator or "demo-expert")
+                raise typer.Exit(code)
+            return
         summary = create_demo_project(directory, overwrite=overwrite)
         payload = {
             "db": str(summary.db_path),
@@ -82,6 +96,7 @@ def register(app: typer.Typer) -> None:
             "layouts": list(summary.layouts),
             "judges": list(summary.judges),
             "curation_run_id": summary.curation_run_id,
+            "reused": False,
             "demo": True,
         }
         if context.json:
