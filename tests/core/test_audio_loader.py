@@ -251,3 +251,32 @@ def test_truncated_mp3_with_a_length_header_is_an_error(tmp_path: Path) -> None:
     cut.write_bytes(data[: len(data) // 3])
     with pytest.raises(AudioError, match=r"cut\.mp3: truncated — header promises 6\.0 s"):
         load_audio(cut)
+
+
+def test_iter_blocks_stops_where_an_mp3_without_length_header_ends(tmp_path: Path) -> None:
+    """An MP3 without a Xing/Info header only estimates its length (here too long).
+
+    SoundFile.blocks sized its blocks by that estimate and yielded stale samples past the real
+    end (0.2 s of repeated audio on a real AGL1K clip); the stream must end with the decoder.
+    """
+    if "MP3" not in sf.available_formats():
+        pytest.skip("this libsndfile build cannot write MP3")
+    rng = np.random.default_rng(3)
+    samples = (rng.standard_normal((44100 * 6, 2)) * 0.1).astype(np.float32)
+    with_header = tmp_path / "with_header.mp3"
+    sf.write(with_header, samples, 44100, format="MP3")
+    data = with_header.read_bytes()
+    for tag in (b"Xing", b"Info"):
+        data = data.replace(tag, b"\0\0\0\0", 1)
+    path = tmp_path / "estimated.mp3"
+    path.write_bytes(data)
+    with sf.SoundFile(path) as handle:
+        decoded = handle.read(dtype="float32", always_2d=True)
+    assert sf.info(str(path)).frames > decoded.shape[0]  # the header over-promises
+    for overlap in (0, 100):
+        starts, blocks = zip(*iter_blocks(path, 20_000, overlap_frames=overlap))
+        step = 20_000 - overlap
+        streamed = np.concatenate([blocks[0]] + [block[overlap:] for block in blocks[1:]])
+        assert streamed.shape == decoded.shape
+        np.testing.assert_array_equal(streamed, decoded)
+        assert list(starts) == [i * step for i in range(len(blocks))]

@@ -343,7 +343,10 @@ def load_audio(
 
 
 def iter_blocks(
-    path: str | Path, block_frames: int, *, overlap_frames: int = 0
+    path: str | Path,
+    block_frames: int,
+    *,
+    overlap_frames: int = 0,
 ) -> Iterator[tuple[int, np.ndarray]]:
     """Stream a file in blocks without loading it whole.
 
@@ -360,7 +363,8 @@ def iter_blocks(
     ------
     tuple[int, numpy.ndarray]
         The block's first frame index and its float32 samples shaped (frames, channels),
-        NaN/Inf replaced by 0.
+        NaN/Inf replaced by 0. Blocks end where the decoder ends, even when the header
+        promised more frames (an MP3 without a Xing header only estimates its length).
 
     Raises
     ------
@@ -371,23 +375,31 @@ def iter_blocks(
     if block_frames < 1 or not 0 <= overlap_frames < block_frames:
         raise ValueError("need block_frames >= 1 and 0 <= overlap_frames < block_frames")
     info = audio_info(path)
+    step = block_frames - overlap_frames
     if info.format == "AUDIOREAD":
         samples, _ = _decode_with_fallback(path)
         samples, _ = _sanitize(path, samples)
-        step = block_frames - overlap_frames
         for start in range(0, max(samples.shape[0] - overlap_frames, 1), step):
             yield start, samples[start : start + block_frames]
         return
-    step = block_frames - overlap_frames
-    start = 0
+    # Read by hand rather than with SoundFile.blocks: blocks() sizes its output by the header's
+    # frame count, so when the decoder ends early it yields stale samples past the real end.
+    first = 0  # first frame of the next block
+    tail: np.ndarray | None = None  # the overlap carried into the next block
     try:
         with sf.SoundFile(str(path)) as handle:
-            for block in handle.blocks(
-                blocksize=block_frames, overlap=overlap_frames, dtype="float32", always_2d=True
-            ):
-                block, _ = _sanitize(path, block)
-                yield start, block
-                start += step
+            while True:
+                wanted = block_frames if tail is None else step
+                fresh = handle.read(frames=wanted, dtype="float32", always_2d=True)
+                if fresh.shape[0] == 0:
+                    return
+                fresh, _ = _sanitize(path, fresh)
+                block = fresh if tail is None or not tail.shape[0] else np.concatenate([tail, fresh])
+                yield first, block
+                if fresh.shape[0] < wanted:
+                    return  # the decoder ended
+                first += step
+                tail = block[step:] if overlap_frames else None
     except (sf.LibsndfileError, RuntimeError) as exc:
         raise AudioError(_describe_decode_failure(path, exc)) from exc
 
