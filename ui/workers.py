@@ -15,10 +15,12 @@ decodes the file once for playback and analyses the direction on those same samp
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,29 +68,78 @@ _digest_memo: OrderedDict[tuple[str, int, int], str] = OrderedDict()
 _digest_lock = threading.Lock()
 
 
-def file_digest(path: Path) -> str:
-    """The file's content hash (the pyramid cache key), remembered per (path, size, mtime).
-
-    Reopening a clip in the same session then needs no re-hash (a 180 s 4-channel WAV is
-    ~140 MB); a changed file has another size or mtime and is hashed again.
-    """
-    from workbench.audio.loader import content_hash
-
+def _stat_key(path: Path) -> tuple[str, int, int] | None:
     try:
         stat = os.stat(path)
     except OSError:
-        return content_hash(path)  # raises the loader's clear error
-    key = (str(path), stat.st_size, stat.st_mtime_ns)
+        return None
+    return (os.path.abspath(path), stat.st_size, stat.st_mtime_ns)
+
+
+def _index_file(key: tuple[str, int, int]) -> Path:
+    from workbench.config import cache_dir
+
+    name = hashlib.sha256("\0".join(map(str, key)).encode("utf-8", "surrogateescape")).hexdigest()[:40]
+    return cache_dir() / "digests" / name
+
+
+def _remember(key: tuple[str, int, int], digest: str) -> None:
+    with _digest_lock:
+        _digest_memo[key] = digest
+        _digest_memo.move_to_end(key)
+        while len(_digest_memo) > _DIGEST_MEMO_SIZE:
+            _digest_memo.popitem(last=False)
+
+
+def known_digest(path: Path) -> str | None:
+    """The file's content hash if it was hashed before with the same path, size and mtime.
+
+    Looked up in this session's memo, then in the digest index under the user cache (one small
+    file per path, size and mtime), so a clip opened in an earlier session reopens from the
+    pyramid cache without hashing the whole file again (a 180 s 4-channel WAV is ~140 MB).
+    None when unknown: the file is new here, or changed.
+    """
+    key = _stat_key(path)
+    if key is None:
+        return None
     with _digest_lock:
         digest = _digest_memo.get(key)
         if digest is not None:
             _digest_memo.move_to_end(key)
             return digest
-    digest = content_hash(path)
-    with _digest_lock:
-        _digest_memo[key] = digest
-        while len(_digest_memo) > _DIGEST_MEMO_SIZE:
-            _digest_memo.popitem(last=False)
+    try:
+        digest = _index_file(key).read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+        return None  # damaged: hash again
+    _remember(key, digest)
+    return digest
+
+
+def file_digest(path: Path) -> str:
+    """The file's content hash (the pyramid cache key), hashed once per (path, size, mtime).
+
+    A changed file has another size or mtime and is hashed again. The digest is remembered
+    for this session and in the digest index (see :func:`known_digest`).
+    """
+    from workbench.audio.loader import content_hash
+
+    known = known_digest(path)
+    if known is not None:
+        return known
+    key = _stat_key(path)
+    digest = content_hash(path)  # raises the loader's clear error for a missing file
+    if key is not None:
+        _remember(key, digest)
+        index = _index_file(key)
+        try:
+            index.parent.mkdir(parents=True, exist_ok=True)
+            staging = index.with_name(f".{index.name}.{os.getpid()}.{threading.get_ident()}")
+            staging.write_text(digest, encoding="ascii")
+            os.replace(staging, index)
+        except OSError:
+            pass  # a read-only cache: the session memo still has it
     return digest
 
 
@@ -107,7 +158,7 @@ def load_clip_audio(
     (or :data:`RESUME_TIMEOUT_S`, or cancellation) after handing over the spectrogram.
     """
     from workbench.audio.loader import load_audio
-    from workbench.audio.spectrogram import compute_pyramids
+    from workbench.audio.spectrogram import compute_pyramids, store_pyramids
 
     def checkpoint() -> None:
         if cancelled.is_set():
@@ -115,14 +166,25 @@ def load_clip_audio(
 
     try:
         checkpoint()
-        digest = request.content_hash or file_digest(request.path)
-        pyramid, envelope = compute_pyramids(request.path, request.params, content_hash=digest, write_behind=True)
+        digest = request.content_hash or known_digest(request.path)
+        hashing: Future[str] | None = None
+        if digest is None:
+            # Never opened here with this size and mtime, so almost surely not cached: hash the
+            # file beside the transform instead of before it, then cache the result.
+            hashing = _hasher().submit(file_digest, request.path)
+        pyramid, envelope = compute_pyramids(request.path, request.params, content_hash=digest, write_behind=True,
+                                             use_cache=digest is not None)
         checkpoint()
         if partial is not None:
             partial(AudioResult(request.generation, request.clip_id, pyramid=pyramid, envelope=envelope,
                                 stage="spectrogram"))
-            if resume is not None:
-                resume.wait(RESUME_TIMEOUT_S)
+        if hashing is not None:
+            try:
+                store_pyramids(hashing.result(), pyramid, envelope, write_behind=True)
+            except AglwError:
+                pass  # the file went away after it was read: nothing to cache
+        if partial is not None and resume is not None:
+            resume.wait(RESUME_TIMEOUT_S)
         checkpoint()
         audio = load_audio(request.path)
         checkpoint()
@@ -138,6 +200,19 @@ def load_clip_audio(
     return AudioResult(
         request.generation, request.clip_id, audio.samples, audio.sample_rate, pyramid, envelope, direction
     )
+
+
+_hash_pool: ThreadPoolExecutor | None = None
+_hash_pool_lock = threading.Lock()
+
+
+def _hasher() -> ThreadPoolExecutor:
+    """The thread that hashes a file while its spectrogram is computed."""
+    global _hash_pool
+    with _hash_pool_lock:
+        if _hash_pool is None:
+            _hash_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aglw-hash")
+        return _hash_pool
 
 
 class _Bridge(QObject):

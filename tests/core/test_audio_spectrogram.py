@@ -313,3 +313,21 @@ def test_write_behind_returns_before_the_entry_is_written(tmp_path: Path, monkey
     monkeypatch.setattr(spectrogram_module, "_compute", lambda *a, **k: pytest.fail("recomputed"))
     again, _ = compute_pyramids(path, cache_dir=cache)
     np.testing.assert_array_equal(np.asarray(again.levels[0]), np.asarray(pyramid.levels[0]))
+
+
+@pytest.mark.parametrize("pool", [1, 4])
+def test_image_is_the_same_whatever_the_length_estimate(pool: int) -> None:
+    """The image is written into a buffer sized from the header's length, which may be wrong."""
+    params = SpectrogramParams(n_fft=256, hop=64)
+    rng = np.random.default_rng(5)
+    mono = (rng.standard_normal(RATE * 3) * 0.2).astype(np.float32)
+    true_columns = math.ceil(mono.size / params.hop)
+    images = []
+    for expected in (0, true_columns // 3, true_columns, true_columns * 2):
+        accumulator = spectrogram_module._StftAccumulator(params, RATE, pool, expected_columns=expected)
+        for start in range(0, mono.size, 5000):
+            accumulator.feed(mono[start : start + 5000])
+        images.append(accumulator.finish(mono.size))
+    assert images[0].shape == (params.n_fft // 2 + 1, math.ceil(true_columns / pool))
+    for image in images[1:]:
+        np.testing.assert_array_equal(image, images[0])

@@ -50,8 +50,8 @@ MAX_ENVELOPE_BUCKETS = 1 << 22
 _CACHE_FORMAT = 1
 # A 140 s clip takes ~25 MB; beyond this budget the least recently opened entries go.
 DEFAULT_CACHE_BUDGET_BYTES = 4 << 30
-_STREAM_BLOCK_FRAMES = 1 << 18
-_FRAMES_PER_FFT_BATCH = 256
+_STREAM_BLOCK_FRAMES = 1 << 17
+_FRAMES_PER_FFT_BATCH = 128
 # Threads per STFT batch: one; parallelism comes from computing the direction map beside it.
 _FFT_WORKERS = 1
 
@@ -242,10 +242,15 @@ def _mono_blocks(source: str | Path | AudioData) -> tuple[Iterator[np.ndarray], 
     info = audio_info(source)
 
     def from_file() -> Iterator[np.ndarray]:
-        for _, block in iter_blocks(source, _STREAM_BLOCK_FRAMES):
-            yield _mix_to_mono(block)
+        # The helper thread only decodes (the longer half of a cold open); mixing happens here.
+        decoded = prefetched(block for _, block in iter_blocks(source, _STREAM_BLOCK_FRAMES))
+        try:
+            for block in decoded:
+                yield _mix_to_mono(block)
+        finally:
+            decoded.close()
 
-    return prefetched(from_file()), info.sample_rate, info.frames
+    return from_file(), info.sample_rate, info.frames
 
 
 _END = object()
@@ -302,11 +307,13 @@ def prefetched(blocks: Iterator[np.ndarray], depth: int = 2) -> Iterator[np.ndar
 class _StftAccumulator:
     """Turns a stream of mono blocks into quantised spectrogram columns.
 
-    Columns are kept as (n_bins, n) uint8 blocks, transposed batch by batch while they are
-    small (one transpose of the whole image at the end cost more than the FFT).
+    Columns are written, transposed and cast batch by batch, into one uint8 image sized from
+    the expected length (``expected_columns``; columns beyond it are kept as extra blocks), so
+    the image is built in a single pass over freshly touched memory: a cold open is bound by
+    CPU, and on virtual machines a first touch of a page is costly.
     """
 
-    def __init__(self, params: SpectrogramParams, sample_rate: int, pool: int = 1) -> None:
+    def __init__(self, params: SpectrogramParams, sample_rate: int, pool: int = 1, expected_columns: int = 0) -> None:
         self.params = params
         self.pool = pool
         self.pending: np.ndarray | None = None
@@ -322,8 +329,11 @@ class _StftAccumulator:
             )
         # Leading zeros centre column j's window on samples [j*hop, (j+1)*hop).
         self.buffer = np.zeros(params.n_fft // 2 - params.hop // 2, dtype=np.float32)
-        self.columns: list[np.ndarray] = []
-        self.n_columns = 0
+        self.n_bins = params.n_mels if self.mel_basis is not None else params.n_fft // 2 + 1
+        self.image = np.empty((self.n_bins, max(math.ceil(expected_columns / pool), 0)), dtype=np.uint8)
+        self.extra: list[np.ndarray] = []  # columns beyond the expected length
+        self.stored = 0  # image columns written (after pooling)
+        self.n_columns = 0  # STFT frames computed
 
     def _emit(self, limit: int | None) -> None:
         n_fft, hop = self.params.n_fft, self.params.hop
@@ -339,26 +349,43 @@ class _StftAccumulator:
             magnitude = np.abs(spectrum)
             if self.mel_basis is not None:
                 np.square(magnitude, out=magnitude)
-                self._collect(self._quantise(magnitude @ self.mel_basis.T))
+                self._collect(self._levels(magnitude @ self.mel_basis.T))
             else:
                 # Levels straight from |X| (power = |X|²): one pass fewer over every bin.
-                self._collect(self._quantise(magnitude, exponent=2))
+                self._collect(self._levels(magnitude, exponent=2))
         self.n_columns += available
         self.buffer = self.buffer[available * hop :]
 
     def _collect(self, rows: np.ndarray) -> None:
-        if self.pool == 1:
-            self.columns.append(np.ascontiguousarray(rows.T))
-            return
-        if self.pending is not None:
-            rows = np.concatenate([self.pending, rows])
-        whole = rows.shape[0] - rows.shape[0] % self.pool
-        if whole:
-            self.columns.append(np.ascontiguousarray(rows[:whole].reshape(-1, self.pool, rows.shape[1]).max(axis=1).T))
-        self.pending = rows[whole:] if whole < rows.shape[0] else None
+        """Store float levels shaped (frames, bins) as uint8 columns, max-pooled by ``pool``."""
+        if self.pool > 1:
+            if self.pending is not None:
+                rows = np.concatenate([self.pending, rows])
+            whole = rows.shape[0] - rows.shape[0] % self.pool
+            self.pending = rows[whole:].copy() if whole < rows.shape[0] else None
+            if not whole:
+                return
+            rows = rows[:whole].reshape(-1, self.pool, rows.shape[1]).max(axis=1)
+        self._store(rows)
+
+    def _store(self, rows: np.ndarray) -> None:
+        # The truncating cast (levels are offset by +0.5, see _levels) fused with the transpose.
+        n = rows.shape[0]
+        fits = min(n, self.image.shape[1] - self.stored)
+        if fits > 0:
+            np.copyto(self.image[:, self.stored : self.stored + fits], rows[:fits].T, casting="unsafe")
+        if fits < n:
+            extra = np.empty((self.n_bins, n - max(fits, 0)), dtype=np.uint8)
+            np.copyto(extra, rows[max(fits, 0) :].T, casting="unsafe")
+            self.extra.append(extra)
+        self.stored += n
 
     def _quantise(self, values: np.ndarray, exponent: int = 1) -> np.ndarray:
         """uint8 levels of the power ``values ** exponent`` (float32, overwritten)."""
+        return self._levels(values, exponent).astype(np.uint8)
+
+    def _levels(self, values: np.ndarray, exponent: int = 1) -> np.ndarray:
+        """Levels + 0.5 of the power ``values ** exponent``, in place: truncating gives the level."""
         params = self.params
         reference_power = self.reference**2
         floor_power = reference_power * 10.0 ** (params.db_floor / 10.0)
@@ -378,7 +405,7 @@ class _StftAccumulator:
         scale = exponent * 10.0 * 255.0 / (params.db_ceiling - params.db_floor) / math.log(10.0)
         values *= np.float32(scale)
         values += np.float32(0.5 - (10.0 * math.log10(reference_power) + params.db_floor) * 255.0 / (params.db_ceiling - params.db_floor))
-        return values.astype(np.uint8)
+        return values
 
     def feed(self, mono: np.ndarray) -> None:
         self.buffer = np.concatenate([self.buffer, mono.astype(np.float32, copy=False)])
@@ -392,13 +419,12 @@ class _StftAccumulator:
             self.buffer = np.concatenate([self.buffer, np.zeros(max(needed, 0), dtype=np.float32)])
             self._emit(wanted)
         if self.pending is not None:
-            self.columns.append(self.pending.max(axis=0, keepdims=True).T)
+            self._store(self.pending.max(axis=0, keepdims=True))
             self.pending = None
-        n_bins = self.params.n_mels if self.mel_basis is not None else self.params.n_fft // 2 + 1
-        if not self.columns:
-            return np.zeros((n_bins, 0), dtype=np.uint8)
-        image = self.columns[0] if len(self.columns) == 1 else np.concatenate(self.columns, axis=1)
-        return np.ascontiguousarray(image[:, : math.ceil(wanted / self.pool)])
+        image = self.image[:, : min(self.stored, self.image.shape[1])]
+        if self.extra:
+            image = np.concatenate([image, *self.extra], axis=1)
+        return image[:, : math.ceil(wanted / self.pool)]
 
 
 class _EnvelopeAccumulator:
@@ -443,21 +469,35 @@ def _power_of_two_at_least(ratio: float) -> int:
     return 1 if ratio <= 1 else 1 << math.ceil(math.log2(ratio))
 
 
-def _compute(
-    source: str | Path | AudioData, params: SpectrogramParams
-) -> tuple[SpectrogramPyramid, WaveformEnvelope]:
+def _compute(source: str | Path | AudioData, params: SpectrogramParams) -> tuple[SpectrogramPyramid, WaveformEnvelope]:
     blocks, sample_rate, expected_frames = _mono_blocks(source)
-    column_pool = _power_of_two_at_least(math.ceil(expected_frames / params.hop) / MAX_LEVEL0_COLUMNS)
-    bucket = ENVELOPE_BUCKET * _power_of_two_at_least(expected_frames / ENVELOPE_BUCKET / MAX_ENVELOPE_BUCKETS)
-    stft = _StftAccumulator(params, sample_rate, column_pool)
+    column_pool, bucket = _resolutions(params, expected_frames)
+    stft = _StftAccumulator(params, sample_rate, column_pool, expected_columns=math.ceil(expected_frames / params.hop))
     envelope = _EnvelopeAccumulator(bucket)
     n_samples = 0
     for mono in blocks:
         n_samples += mono.size
         stft.feed(mono)
         envelope.feed(mono)
-    image = stft.finish(n_samples)
-    mins, maxs = envelope.finish()
+    return _assemble(params, sample_rate, column_pool, bucket, stft.finish(n_samples), envelope.finish(), n_samples)
+
+
+def _resolutions(params: SpectrogramParams, expected_frames: int) -> tuple[int, int]:
+    """(level-0 columns pooled per STFT frame, samples per envelope bucket) for a clip's length."""
+    column_pool = _power_of_two_at_least(math.ceil(expected_frames / params.hop) / MAX_LEVEL0_COLUMNS)
+    bucket = ENVELOPE_BUCKET * _power_of_two_at_least(expected_frames / ENVELOPE_BUCKET / MAX_ENVELOPE_BUCKETS)
+    return column_pool, bucket
+
+
+def _assemble(
+    params: SpectrogramParams,
+    sample_rate: int,
+    column_pool: int,
+    bucket: int,
+    image: np.ndarray,
+    extremes: tuple[np.ndarray, np.ndarray],
+    n_samples: int,
+) -> tuple[SpectrogramPyramid, WaveformEnvelope]:
     duration_s = n_samples / sample_rate
     pyramid = SpectrogramPyramid(
         levels=_build_levels(image, _pool_pairs_max),
@@ -466,6 +506,7 @@ def _compute(
         freqs_hz=_freqs(params, sample_rate),
         params=params,
     )
+    mins, maxs = extremes
     waveform = WaveformEnvelope(
         mins=_build_levels(mins, _pool_pairs_min),
         maxs=_build_levels(maxs, _pool_pairs_max),
@@ -588,6 +629,7 @@ def compute_pyramids(
     cache_dir: Path | None = None,
     content_hash: str | None = None,
     write_behind: bool = False,
+    use_cache: bool = True,
 ) -> tuple[SpectrogramPyramid, WaveformEnvelope]:
     """Spectrogram pyramid and waveform envelope of a clip, from the disk cache when possible.
 
@@ -606,6 +648,8 @@ def compute_pyramids(
         Write a new cache entry on a background thread and return at once (the GUI paints
         first). Entries are written to a staging folder and renamed, so a reader never sees
         half an entry; one that is not there yet is simply computed again.
+    use_cache
+        False: neither read nor write the cache (nor hash the file); see :func:`store_pyramids`.
 
     Returns
     -------
@@ -617,20 +661,42 @@ def compute_pyramids(
     AudioError
         If the file cannot be decoded.
     """
+    if not use_cache:
+        return _compute(path_or_audio, params)
     if content_hash is None and not isinstance(path_or_audio, AudioData):
         content_hash = file_content_hash(path_or_audio)
     if content_hash is None:
         return _compute(path_or_audio, params)
-    entry = (cache_dir if cache_dir is not None else user_cache_dir() / "pyramids") / _cache_key(content_hash, params)
-    cached = _read_cache(entry, params)
+    cached = _read_cache(_cache_entry(content_hash, params, cache_dir), params)
     if cached is not None:
         return cached
     pyramid, waveform = _compute(path_or_audio, params)
+    store_pyramids(content_hash, pyramid, waveform, cache_dir=cache_dir, write_behind=write_behind)
+    return pyramid, waveform
+
+
+def _cache_entry(content_hash: str, params: SpectrogramParams, cache_dir: Path | None) -> Path:
+    return (cache_dir if cache_dir is not None else user_cache_dir() / "pyramids") / _cache_key(content_hash, params)
+
+
+def store_pyramids(
+    content_hash: str,
+    pyramid: SpectrogramPyramid,
+    waveform: WaveformEnvelope,
+    *,
+    cache_dir: Path | None = None,
+    write_behind: bool = False,
+) -> None:
+    """Cache pyramids computed with ``use_cache=False`` under the file's content hash.
+
+    An entry already there and readable is kept. With ``write_behind`` the entry is written
+    on the cache's background thread (see :func:`compute_pyramids`).
+    """
+    entry = _cache_entry(content_hash, pyramid.params, cache_dir)
     if write_behind:
         _cache_writer().submit(_store_in_cache, entry, pyramid, waveform)
     else:
         _store_in_cache(entry, pyramid, waveform)
-    return pyramid, waveform
 
 
 _writer: ThreadPoolExecutor | None = None
@@ -652,6 +718,8 @@ def wait_for_cache_writes() -> None:
 
 
 def _store_in_cache(entry: Path, pyramid: SpectrogramPyramid, waveform: WaveformEnvelope) -> None:
+    if entry.exists() and _read_cache(entry, pyramid.params) is not None:
+        return  # stored meanwhile (another window or process): identical
     if entry.exists():
         # Unreadable or from an older cache format: replace it.
         shutil.rmtree(entry, ignore_errors=True)
@@ -671,4 +739,5 @@ __all__ = [
     "WaveformEnvelope",
     "compute_pyramids",
     "prune_cache",
+    "store_pyramids",
 ]
