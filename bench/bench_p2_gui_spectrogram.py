@@ -8,7 +8,9 @@ the clip browser calls) with the real background loader (a worker thread; ``--sy
 job inline instead, as the tests do) and the real event loop. "Painted" is the moment the
 spectrogram image is drawn by the window's own paint (``PlayerView.spectrogramPainted``, sent
 from the image item's paint); nothing forces that repaint. Cold = nothing cached (fresh cache
-dir, first open in the process); cached = the same clip opened again (median of 5).
+dir), measured twice: the first open in the process (the first clip after start-up) and then
+another uncached clip (stepping to the next clip); cached = the first clip opened again (median
+of 5).
 
 Repaint steps: ``setXRange`` on the spectrogram plot (the four plots are x-linked) followed by
 a forced synchronous repaint of the whole plot area, timed together; two sequences of 40
@@ -76,25 +78,27 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["AGLW_CONFIG_DIR"] = str(Path(tmp) / "config")
         os.environ["AGLW_CACHE_DIR"] = str(Path(tmp) / "cache")
         from PySide6.QtCore import QEventLoop, QTimer
-        from PySide6.QtWidgets import QApplication
 
         from storage import open_store
+        from ui.app import ensure_application
         from storage.models import Clip, Dataset, MediaRoot
         from ui.main_window import MainWindow
         from workbench.audio.playback import NullSink, Player
         from workbench.labels import LabelService
 
-        app = QApplication.instance() or QApplication([])
+        app = ensure_application()  # as `aglw gui` does, with its process settings
         store = open_store(Path(tmp) / "p2.sqlite")
         with store.write() as s:
             dataset = Dataset(name="p2")
             s.add(dataset)
             s.flush()
             s.add(MediaRoot(dataset_id=dataset.id, path=str(media)))
-            clip = Clip(dataset_id=dataset.id, key="p2", audio_path=recordings[0].name, n_channels=2, layout="stereo")
-            s.add(clip)
+            clips = [Clip(dataset_id=dataset.id, key=f"p2-{index}", audio_path=path.name, n_channels=2, layout="stereo")
+                     for index, path in enumerate(recordings[:2])]
+            s.add_all(clips)
             s.flush()
-            clip_id = clip.id
+            clip_ids = [clip.id for clip in clips]
+        clip_id = clip_ids[0]
         window = MainWindow(store, LabelService(store).ensure_annotator("bench"), player=Player(NullSink()),
                             force_sync=args.sync)
         window.resize(1600, 1000)
@@ -122,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         safety.setSingleShot(True)
         safety.timeout.connect(loop.quit)
 
-        def open_and_paint() -> tuple[float, float]:
+        def open_and_paint(clip_id: int = clip_id) -> tuple[float, float]:
             painted_at.clear()
             ready_at.clear()
             start = time.perf_counter()
@@ -136,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
             return painted_at[0] - start, ready_at[0] - start
 
         cold, cold_total = open_and_paint()
+        # Another clip, not cached either: the cold open a reviewer meets stepping to the next clip.
+        cold_next = open_and_paint(clip_ids[1])[0] if len(clip_ids) > 1 else None
         runs = [open_and_paint() for _ in range(5)]
         cached = statistics.median(r[0] for r in runs)
         cached_total = statistics.median(r[1] for r in runs)
@@ -169,6 +175,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"P2 clip: {recordings[0].name} ({mode}; plot area {plot_size.width()}×{plot_size.height()} px)")
         print(f"P2 cold: clip selected → spectrogram painted {cold * 1000:.0f} ms (target ≤ 300 ms); "
               f"decode alone {decode * 1000:.0f} ms (ratio {cold / decode:.1f})")
+        if cold_next is not None:
+            print(f"P2 cold, next clip ({recordings[1].name}, not cached either; the process has opened one clip): "
+                  f"clip selected → spectrogram painted {cold_next * 1000:.0f} ms (target ≤ 300 ms)")
         print(f"P2 cached: clip selected → spectrogram painted {cached * 1000:.0f} ms (target ≤ 50 ms, median of 5)")
         print(f"P2 everything (playback decode + direction view) ready: cold {cold_total * 1000:.0f} ms, "
               f"cached {cached_total * 1000:.0f} ms")

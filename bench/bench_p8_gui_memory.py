@@ -41,15 +41,15 @@ def main() -> int:
                 source = 0.2 * rng.standard_normal(len(t))
                 azimuth = 2 * np.pi * t / seconds
                 out.write(np.stack([source, source * np.sin(azimuth), 0 * source, source * np.cos(azimuth)], axis=1))
-        from PySide6.QtWidgets import QApplication
 
         from storage import open_store
+        from ui.app import ensure_application
         from storage.models import Clip, Dataset, MediaRoot
         from ui.main_window import MainWindow
         from workbench.audio.playback import NullSink, Player
         from workbench.labels import LabelService
 
-        app = QApplication.instance() or QApplication([])
+        app = ensure_application()  # as `aglw gui` does, with its process settings
         store = open_store(Path(tmp) / "p8.sqlite")
         with store.write() as s:
             dataset = Dataset(name="p8")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ctypes
+import logging
 import os
 import sys
 
@@ -13,12 +15,48 @@ from workbench.errors import AglwError
 from workbench.labels import AnnotatorInfo, LabelService
 
 
+log = logging.getLogger(__name__)
+
+# glibc mallopt parameters (malloc.h).
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_THRESHOLD = -3
+GIL_SWITCH_INTERVAL_S = 0.001
+
+
+def tune_process() -> None:
+    """Process settings for the GUI, applied once when the QApplication is created.
+
+    - The GIL switch interval drops from 5 ms to 1 ms: the GUI thread and the audio worker
+      threads hand the interpreter over sooner, so a worker's short Python steps between long
+      numpy calls do not wait behind the GUI thread's painting (and the other way round).
+    - On glibc, arrays up to 32 MiB are served from the heap and up to 64 MiB of freed memory
+      is kept there instead of being handed back to the system at once. Opening a clip streams
+      the file through blocks of a few MiB; without this, glibc maps and unmaps them, and every
+      first touch of a fresh page costs a page fault (on virtual machines, a costly one). It
+      measured about 45 ms less CPU per cold open of a 140 s MP3 (P2).
+    """
+    sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):  # not glibc (e.g. musl has no mallopt)
+        return
+    if not (mallopt(_M_MMAP_THRESHOLD, 32 << 20) and mallopt(_M_TRIM_THRESHOLD, 64 << 20)):
+        log.debug("mallopt refused the allocator settings; keeping the defaults")
+
+
 def ensure_application(offscreen_if_headless: bool = False) -> QApplication:
-    """The running QApplication, created if needed (offscreen when there is no display)."""
+    """The running QApplication, created if needed (offscreen when there is no display).
+
+    Creating it also applies :func:`tune_process`.
+    """
     if offscreen_if_headless and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     app = QApplication.instance()
     if app is None:
+        tune_process()
         app = QApplication(sys.argv[:1])
         app.setApplicationName("AGL Workbench")
     return app  # type: ignore[return-value]
