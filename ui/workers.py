@@ -20,14 +20,14 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, QRunnable, QThreadPool, Signal
 
-from workbench.audio.spectrogram import SpectrogramParams, SpectrogramPyramid, WaveformEnvelope
+from workbench.audio.spectrogram import SpectrogramParams, SpectrogramPyramid, WaveformEnvelope, background_thread
 from workbench.errors import AglwError
 from workbench.review import DirectionImage, direction_image
 
@@ -171,7 +171,7 @@ def load_clip_audio(
         if digest is None:
             # Never opened here with this size and mtime, so almost surely not cached: hash the
             # file beside the transform instead of before it, then cache the result.
-            hashing = _hasher().submit(file_digest, request.path)
+            hashing = background_thread("aglw-hash").submit(file_digest, request.path)
         pyramid, envelope = compute_pyramids(request.path, request.params, content_hash=digest, write_behind=True,
                                              use_cache=digest is not None)
         checkpoint()
@@ -200,19 +200,6 @@ def load_clip_audio(
     return AudioResult(
         request.generation, request.clip_id, audio.samples, audio.sample_rate, pyramid, envelope, direction
     )
-
-
-_hash_pool: ThreadPoolExecutor | None = None
-_hash_pool_lock = threading.Lock()
-
-
-def _hasher() -> ThreadPoolExecutor:
-    """The thread that hashes a file while its spectrogram is computed."""
-    global _hash_pool
-    with _hash_pool_lock:
-        if _hash_pool is None:
-            _hash_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aglw-hash")
-        return _hash_pool
 
 
 class _Bridge(QObject):

@@ -699,17 +699,24 @@ def store_pyramids(
         _store_in_cache(entry, pyramid, waveform)
 
 
-_writer: ThreadPoolExecutor | None = None
-_writer_lock = threading.Lock()
+_background: dict[str, ThreadPoolExecutor] = {}
+_background_lock = threading.Lock()
+
+
+def background_thread(name: str) -> ThreadPoolExecutor:
+    """The process's one background thread called ``name``, started on first use.
+
+    Work submitted to it runs in order; it is joined at interpreter exit.
+    """
+    with _background_lock:
+        if name not in _background:
+            _background[name] = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+        return _background[name]
 
 
 def _cache_writer() -> ThreadPoolExecutor:
-    """The one background thread that writes cache entries (joined at interpreter exit)."""
-    global _writer
-    with _writer_lock:
-        if _writer is None:
-            _writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aglw-cache-write")
-        return _writer
+    """The one background thread that writes cache entries."""
+    return background_thread("aglw-cache-write")
 
 
 def wait_for_cache_writes() -> None:
