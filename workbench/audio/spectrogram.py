@@ -47,7 +47,9 @@ ENVELOPE_BUCKET = 16
 # computed, so level 0 never exceeds these sizes and a 3-hour file fits in memory.
 MAX_LEVEL0_COLUMNS = 1 << 18
 MAX_ENVELOPE_BUCKETS = 1 << 22
-_CACHE_FORMAT = 1
+# 2: entries written before iter_blocks ended at the decoder's end may hold a stale tail (MP3s
+# without a Xing header); they are recomputed.
+_CACHE_FORMAT = 2
 # A 140 s clip takes ~25 MB; beyond this budget the least recently opened entries go.
 DEFAULT_CACHE_BUDGET_BYTES = 4 << 30
 _STREAM_BLOCK_FRAMES = 1 << 17
