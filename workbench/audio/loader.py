@@ -394,7 +394,7 @@ def iter_blocks(
                 if fresh.shape[0] == 0:
                     return
                 fresh, _ = _sanitize(path, fresh)
-                block = fresh if tail is None or not tail.shape[0] else np.concatenate([tail, fresh])
+                block = fresh if tail is None else np.concatenate([tail, fresh])
                 yield first, block
                 if fresh.shape[0] < wanted:
                     return  # the decoder ended

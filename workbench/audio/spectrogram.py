@@ -473,7 +473,8 @@ def _power_of_two_at_least(ratio: float) -> int:
 
 def _compute(source: str | Path | AudioData, params: SpectrogramParams) -> tuple[SpectrogramPyramid, WaveformEnvelope]:
     blocks, sample_rate, expected_frames = _mono_blocks(source)
-    column_pool, bucket = _resolutions(params, expected_frames)
+    column_pool = _power_of_two_at_least(math.ceil(expected_frames / params.hop) / MAX_LEVEL0_COLUMNS)
+    bucket = ENVELOPE_BUCKET * _power_of_two_at_least(expected_frames / ENVELOPE_BUCKET / MAX_ENVELOPE_BUCKETS)
     stft = _StftAccumulator(params, sample_rate, column_pool, expected_columns=math.ceil(expected_frames / params.hop))
     envelope = _EnvelopeAccumulator(bucket)
     n_samples = 0
@@ -481,25 +482,8 @@ def _compute(source: str | Path | AudioData, params: SpectrogramParams) -> tuple
         n_samples += mono.size
         stft.feed(mono)
         envelope.feed(mono)
-    return _assemble(params, sample_rate, column_pool, bucket, stft.finish(n_samples), envelope.finish(), n_samples)
-
-
-def _resolutions(params: SpectrogramParams, expected_frames: int) -> tuple[int, int]:
-    """(level-0 columns pooled per STFT frame, samples per envelope bucket) for a clip's length."""
-    column_pool = _power_of_two_at_least(math.ceil(expected_frames / params.hop) / MAX_LEVEL0_COLUMNS)
-    bucket = ENVELOPE_BUCKET * _power_of_two_at_least(expected_frames / ENVELOPE_BUCKET / MAX_ENVELOPE_BUCKETS)
-    return column_pool, bucket
-
-
-def _assemble(
-    params: SpectrogramParams,
-    sample_rate: int,
-    column_pool: int,
-    bucket: int,
-    image: np.ndarray,
-    extremes: tuple[np.ndarray, np.ndarray],
-    n_samples: int,
-) -> tuple[SpectrogramPyramid, WaveformEnvelope]:
+    image = stft.finish(n_samples)
+    mins, maxs = envelope.finish()
     duration_s = n_samples / sample_rate
     pyramid = SpectrogramPyramid(
         levels=_build_levels(image, _pool_pairs_max),
@@ -508,7 +492,6 @@ def _assemble(
         freqs_hz=_freqs(params, sample_rate),
         params=params,
     )
-    mins, maxs = extremes
     waveform = WaveformEnvelope(
         mins=_build_levels(mins, _pool_pairs_min),
         maxs=_build_levels(maxs, _pool_pairs_max),
