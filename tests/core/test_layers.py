@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -16,3 +17,26 @@ def test_import_linter_contracts_are_kept() -> None:
     result = subprocess.run([exe, "--no-cache"], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "0 broken" in result.stdout
+
+
+def test_gui_and_cli_start_without_the_llm_sdk() -> None:
+    """The anthropic SDK (≈1 s and 100+ MB to import) loads only when a judge is called.
+
+    Opening the review window or running a command that never reaches a judge must not pay for
+    it; `providers.py` and `schema.py` import it where a client is built or a schema is made.
+    """
+    code = (
+        "import sys\n"
+        "import ui.main_window, workbench.cli.main, workbench.attribution.service\n"
+        "heavy = sorted(m for m in ('anthropic', 'httpx2') if m in sys.modules)\n"
+        "print(','.join(heavy) or 'none')\n"
+        "from workbench.attribution.schema import output_schema\n"
+        "assert output_schema()['type'] == 'object'\n"
+        "print('anthropic' in sys.modules)\n"
+    )
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120, env=env)
+    assert result.returncode == 0, result.stderr
+    imported, after_schema = result.stdout.split()
+    assert imported == "none", f"imported at start-up: {imported}"
+    assert after_schema == "True"  # the schema still comes from the SDK's transform_schema

@@ -12,15 +12,19 @@ import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
-
-import anthropic
-import httpx2
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from workbench.attribution.config import JudgeConfig
 from workbench.attribution.prompts import RenderedPrompt
 from workbench.attribution.secrets import anthropic_api_key, quiet_sdk_loggers, redact
 from workbench.errors import AglwError
+
+if TYPE_CHECKING:
+    import httpx2
+
+# The anthropic SDK and httpx2 are imported where a provider is built or called, never at module
+# level: together they take about a second and 100+ MB to import, which the GUI's start-up and
+# commands that never reach a judge should not pay.
 
 RETRY_NOTE = (
     "\n\nA previous reply to this request was rejected: {reason}. "
@@ -198,6 +202,8 @@ class AnthropicProvider:
                 "(`keyring set aglw anthropic`); --dry-run works without one"
             )
         self._secret = api_key
+        import anthropic
+
         # An explicit key keeps the SDK from reading profiles or other credentials on its own.
         self.client = anthropic.Anthropic(
             api_key=api_key,
@@ -227,6 +233,8 @@ class AnthropicProvider:
         }
 
     def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        import anthropic
+
         try:
             return fn(*args, **kwargs)
         except (anthropic.AuthenticationError, anthropic.PermissionDeniedError) as exc:
@@ -318,7 +326,11 @@ class OpenAICompatibleProvider:
         self._base = base_url.rstrip("/")
         if self._base.endswith("/v1"):
             self._base = self._base[: -len("/v1")]
-        self.client = http_client or httpx2.Client(timeout=timeout_s)
+        if http_client is None:
+            import httpx2
+
+            http_client = httpx2.Client(timeout=timeout_s)
+        self.client = http_client
         self._headers = headers
         self._max_retries = max_retries
         self._backoff_s = backoff_s
@@ -328,6 +340,8 @@ class OpenAICompatibleProvider:
         self.client.close()
 
     def _request(self, method: str, path: str, payload: dict[str, Any] | None = None) -> dict[str, Any]:
+        import httpx2
+
         last_problem = "no attempt made"
         for attempt in range(self._max_retries + 1):
             if attempt:

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal
 
-import anthropic
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 Effect = Literal["helped", "misled", "neutral"]
@@ -38,7 +37,11 @@ class AttributionReply(BaseModel):
 @lru_cache(maxsize=1)
 def _output_schema_json() -> str:
     # transform_schema makes every object strict (additionalProperties: false) and moves range limits
-    # into descriptions, which is what the structured-output endpoint accepts.
+    # into descriptions, which is what the structured-output endpoint accepts. The SDK is imported
+    # here, not at module level: it takes about a second and 100+ MB, and the GUI and most
+    # commands never send a request.
+    import anthropic
+
     return json.dumps(anthropic.transform_schema(AttributionReply), sort_keys=True)
 
 
