@@ -4,7 +4,8 @@ A command persists its change immediately, in its own transaction, through
 :class:`workbench.labels.LabelService`. :class:`CommandStack` records executed
 commands for undo/redo; a write that fails (locked or read-only database, full
 disk) leaves the command *pending* so the user can retry it — the edit is never
-silently dropped.
+silently dropped. An undo or redo whose write fails is kept pending the same way: a
+retry performs the undo (or redo) that was asked for, then the history moves.
 """
 
 from __future__ import annotations
@@ -30,10 +31,12 @@ WRITE_ERRORS: tuple[type[BaseException], ...] = (SQLAlchemyError, StoreError, OS
 class WriteFailed(AglwError):
     """A command could not be persisted; it is kept pending for a retry."""
 
-    def __init__(self, command: "Command", cause: BaseException) -> None:
+    def __init__(self, command: "Command", cause: BaseException, action: str = "do") -> None:
         self.command = command
         self.cause = cause
-        super().__init__(f"could not save '{command.description}': {_short(cause)} — the edit is kept; retry")
+        self.action = action
+        verb, what = {"do": ("save", "edit"), "undo": ("undo", "undo"), "redo": ("redo", "redo")}[action]
+        super().__init__(f"could not {verb} '{command.description}': {_short(cause)} — the {what} is kept; retry")
 
 
 def _short(exc: BaseException) -> str:
@@ -133,6 +136,7 @@ class CommandStack:
         self._done: list[Command] = []
         self._undone: list[Command] = []
         self.pending: list[Command] = []
+        self._pending_actions: dict[str, str] = {}  # command_id -> "undo" / "redo" ("do" when absent)
         self.last_error: str | None = None
         self._listeners: list[Callable[[], None]] = []
 
@@ -166,64 +170,83 @@ class CommandStack:
         """Execute and record ``command``; on a failed write keep it pending and raise WriteFailed."""
         if self.pending:
             # Order matters: a new edit must not overtake an unsaved earlier one.
-            self.pending.append(command)
+            self._keep(command, "do")
             self.last_error = "earlier edits are not saved yet; retry first"
             self._notify()
             raise WriteFailed(command, StoreError(self.last_error))
-        self._run(command, command.execute)
-        self._done.append(command)
-        self._undone.clear()
-        self._notify()
+        self._run(command, "do")
+        self._settle(command, "do")
 
     def undo(self) -> Command | None:
-        """Undo the last command (persisted); returns it, or None when there is nothing to undo."""
+        """Undo the last command (persisted); returns it, or None when there is nothing to undo.
+
+        A failed write keeps the undo pending (raises WriteFailed); :meth:`retry_pending` does it.
+        """
         if not self.can_undo:
             return None
         command = self._done[-1]
-        self._run(command, command.undo, keep_pending=False)
-        self._done.pop()
-        self._undone.append(command)
-        self._notify()
+        self._run(command, "undo")
+        self._settle(command, "undo")
         return command
 
     def redo(self) -> Command | None:
-        """Redo the last undone command (persisted)."""
+        """Redo the last undone command (persisted); a failed write keeps it pending like undo."""
         if not self.can_redo:
             return None
         command = self._undone[-1]
-        self._run(command, command.execute, keep_pending=False)
-        self._undone.pop()
-        self._done.append(command)
-        self._notify()
+        self._run(command, "redo")
+        self._settle(command, "redo")
         return command
 
+    def pending_action(self, command: Command) -> str:
+        """What a pending command waits for: ``do`` (a new edit), ``undo`` or ``redo``."""
+        return self._pending_actions.get(command.command_id, "do")
+
     def retry_pending(self) -> int:
-        """Try to save the pending edits in order; returns how many were saved."""
+        """Try to save the pending edits (and undos/redos) in order; returns how many were saved."""
         saved = 0
         while self.pending:
             command = self.pending[0]
+            action = self.pending_action(command)
             try:
-                command.execute()
+                (command.undo if action == "undo" else command.execute)()
             except WRITE_ERRORS as exc:
                 self.last_error = _short(exc)
                 self._notify()
-                raise WriteFailed(command, exc) from exc
+                raise WriteFailed(command, exc, action) from exc
             self.pending.pop(0)
-            self._done.append(command)
-            self._undone.clear()
+            self._pending_actions.pop(command.command_id, None)
+            self._settle(command, action, notify=False)
             saved += 1
         self.last_error = None
         self._notify()
         return saved
 
-    def _run(self, command: Command, action: Callable[[], None], *, keep_pending: bool = True) -> None:
-        try:
-            action()
-        except WRITE_ERRORS as exc:
-            log.warning("write failed for %s: %s", command.description, _short(exc))
-            self.last_error = _short(exc)
-            if keep_pending:
-                self.pending.append(command)
+    def _keep(self, command: Command, action: str) -> None:
+        self.pending.append(command)
+        self._pending_actions[command.command_id] = action
+
+    def _settle(self, command: Command, action: str, *, notify: bool = True) -> None:
+        """Move ``command`` in the history once its ``action`` is persisted."""
+        if action == "do":
+            self._done.append(command)
+            self._undone.clear()
+        elif action == "undo":
+            self._done.remove(command)
+            self._undone.append(command)
+        else:
+            self._undone.remove(command)
+            self._done.append(command)
+        if notify:
             self._notify()
-            raise WriteFailed(command, exc) from exc
+
+    def _run(self, command: Command, action: str) -> None:
+        try:
+            (command.undo if action == "undo" else command.execute)()
+        except WRITE_ERRORS as exc:
+            log.warning("write failed for %s (%s): %s", command.description, action, _short(exc))
+            self.last_error = _short(exc)
+            self._keep(command, action)
+            self._notify()
+            raise WriteFailed(command, exc, action) from exc
         self.last_error = None

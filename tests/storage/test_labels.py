@@ -150,6 +150,52 @@ def test_locked_database_keeps_edit_pending_until_retry(sqlite_path) -> None:
     store.dispose()
 
 
+def test_failed_undo_and_redo_stay_pending_and_retry_performs_them(sqlite_path) -> None:
+    store = open_store(sqlite_path, busy_timeout_s=0.2)
+    clip_a, _ = _clips(store)
+    svc = LabelService(store)
+    ana = svc.ensure_annotator("ana")
+    stack = CommandStack()
+    stack.push(SetCategoryLabel(svc, ana.id, clip_a, SPEECH, contribution=1))
+    stack.push(SetCategoryLabel(svc, ana.id, clip_a, SPEECH, contribution=3))
+
+    def contribution() -> int:
+        return [lab.contribution for lab in svc.category_labels(clip_a)][0]
+
+    def locked():  # type: ignore[no-untyped-def]
+        blocker = sqlite3.connect(sqlite_path, timeout=0.1)
+        blocker.execute("BEGIN EXCLUSIVE")
+        return blocker
+
+    blocker = locked()
+    try:
+        with pytest.raises(WriteFailed, match="could not undo .* the undo is kept; retry"):
+            stack.undo()
+        assert len(stack.pending) == 1 and stack.pending_action(stack.pending[0]) == "undo"
+        assert not stack.can_undo and not stack.can_redo
+    finally:
+        blocker.rollback()
+        blocker.close()
+    assert contribution() == 3  # nothing written yet
+    assert stack.retry_pending() == 1
+    assert contribution() == 1 and stack.pending == []
+    assert stack.can_redo and stack.redo_text == "set contribution=3 for " + SPEECH
+
+    blocker = locked()
+    try:
+        with pytest.raises(WriteFailed, match="could not redo"):
+            stack.redo()
+        assert stack.pending_action(stack.pending[0]) == "redo"
+    finally:
+        blocker.rollback()
+        blocker.close()
+    assert stack.retry_pending() == 1
+    assert contribution() == 3 and stack.can_undo and not stack.can_redo
+    actions = [h.action for h in svc.history() if h.field == "contribution"]
+    assert actions == ["do", "do", "undo", "redo"]
+    store.dispose()
+
+
 def test_labels_as_of_replays_history(store) -> None:
     clip_a, _ = _clips(store)
     svc = LabelService(store)
