@@ -29,6 +29,9 @@ MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 # Set while a write unit of work opens its transaction, so SQLite takes the
 # write lock up front (BEGIN IMMEDIATE) instead of failing on a lock upgrade.
 _immediate: contextvars.ContextVar[bool] = contextvars.ContextVar("_immediate", default=False)
+# Set while a write that must not wait long (an edit made on the GUI thread) opens its
+# transaction: how many milliseconds it may wait for another writer (None: the store's default).
+_wait_ms: contextvars.ContextVar[int | None] = contextvars.ContextVar("_wait_ms", default=None)
 
 
 def resolve_url(db: str | Path) -> str:
@@ -72,9 +75,17 @@ def _install_sqlite_pragmas(engine: Engine, busy_timeout_s: float) -> None:
         if mode and str(mode[0]).lower() not in {"wal", "memory"}:
             raise StoreError(f"could not switch the project file to WAL mode (got {mode[0]!r})")
 
+    default_ms = int(busy_timeout_s * 1000)
+
     @event.listens_for(engine, "begin")
     def _on_begin(conn) -> None:  # type: ignore[no-untyped-def]
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if _immediate.get() else "BEGIN")
+        if _immediate.get():
+            # Every write sets its own wait, so a short one never outlives its transaction.
+            wait_ms = _wait_ms.get()
+            conn.exec_driver_sql(f"PRAGMA busy_timeout={default_ms if wait_ms is None else wait_ms}")
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        else:
+            conn.exec_driver_sql("BEGIN")
 
 
 @dataclass
@@ -105,14 +116,25 @@ class Store:
             yield session
 
     @contextmanager
-    def write(self) -> Iterator[Session]:
-        """A write unit of work: one transaction, committed on success, rolled back on error."""
+    def write(self, *, wait_s: float | None = None) -> Iterator[Session]:
+        """A write unit of work: one transaction, committed on success, rolled back on error.
+
+        ``wait_s`` bounds how long it waits for another writer's lock before failing (SQLite
+        busy timeout; PostgreSQL ``lock_timeout``); default: the store's busy timeout. Edits
+        made on the GUI thread pass a short wait, so a locked project fails fast with a
+        retry instead of freezing the window.
+        """
         token = _immediate.set(True)
+        wait_token = _wait_ms.set(None if wait_s is None else max(int(wait_s * 1000), 1))
         try:
             with Session(self.engine, expire_on_commit=False) as session:
-                session.connection()  # opens the transaction while the flag is set
+                session.connection()  # opens the transaction while the flags are set
                 _immediate.reset(token)
                 token = None
+                if wait_s is not None and self.engine.dialect.name == "postgresql":
+                    session.connection().exec_driver_sql(
+                        f"SET LOCAL lock_timeout = {max(int(wait_s * 1000), 1)}"
+                    )
                 try:
                     yield session
                     session.commit()
@@ -120,6 +142,7 @@ class Store:
                     session.rollback()
                     raise
         finally:
+            _wait_ms.reset(wait_token)
             if token is not None:
                 _immediate.reset(token)
 

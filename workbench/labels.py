@@ -200,6 +200,11 @@ def clip_id_for_key(store: Store, key: str) -> int:
     return int(ids[0])
 
 
+# How long an edit made where a person waits (the GUI) waits for another writer's lock before
+# it fails and is kept pending with a retry (seconds).
+INTERACTIVE_WAIT_S = 1.5
+
+
 class LabelService:
     """Reads and writes human labels of one project store.
 
@@ -209,8 +214,11 @@ class LabelService:
         The project store. Each method is its own unit of work.
     """
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, write_wait_s: float | None = None) -> None:
         self.store = store
+        # How long a label write waits for another writer (None: the store's busy timeout);
+        # the GUI passes a short wait so a locked project fails fast with a retry.
+        self.write_wait_s = write_wait_s
 
     # ------------------------------------------------------------------ annotators
 
@@ -227,7 +235,7 @@ class LabelService:
             if found is not None:
                 return _annotator_info(found)
             try:
-                with self.store.write() as s:
+                with self.store.write(wait_s=self.write_wait_s) as s:
                     row = Annotator(name=name, role=role, pseudonym=f"annotator-{secrets.token_hex(4)}")
                     s.add(row)
                     s.flush()
@@ -316,7 +324,7 @@ class LabelService:
         command_id = command_id or uuid.uuid4().hex
         for attempt in range(_INSERT_RETRIES):
             try:
-                with self.store.write() as s:
+                with self.store.write(wait_s=self.write_wait_s) as s:
                     self._check_refs(s, keys)
                     return self._apply(s, entity, keys, values, command_id, action)
             except IntegrityError:

@@ -89,3 +89,54 @@ def test_foreign_database_is_refused(sqlite_path: Path) -> None:
         conn.execute("CREATE TABLE invoices (id INTEGER)")
     with pytest.raises(StoreError, match="not an AGL Workbench project"):
         open_store(sqlite_path)
+
+
+def test_a_short_write_wait_applies_to_that_write_only(sqlite_path: Path) -> None:
+    """An edit made where a person waits gives up quickly on a locked project; others keep the default."""
+    from sqlalchemy import event
+    from sqlalchemy.exc import OperationalError
+
+    store = open_store(sqlite_path, busy_timeout_s=3.0)
+    statements: list[str] = []
+    event.listen(store.engine, "before_cursor_execute", lambda *a: statements.append(a[2]))
+    blocker = sqlite3.connect(sqlite_path, timeout=0.1)
+    blocker.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(OperationalError, match="locked"):
+            with store.write(wait_s=0.05) as s:
+                s.add(Annotator(name="ana", pseudonym="A1"))
+    finally:
+        blocker.rollback()
+        blocker.close()
+    assert statements[-2:] == ["PRAGMA busy_timeout=50", "BEGIN IMMEDIATE"]
+    statements.clear()
+    with store.write() as s:
+        s.add(Annotator(name="ana", pseudonym="A1"))
+    assert statements[:2] == ["PRAGMA busy_timeout=3000", "BEGIN IMMEDIATE"]
+    with store.session() as s:
+        assert [a.name for a in s.exec(select(Annotator)).all()] == ["ana"]
+    store.dispose()
+
+
+@pytest.mark.postgres
+def test_a_short_write_wait_gives_up_on_a_row_lock_in_postgres(pg_url: str) -> None:
+    from sqlalchemy.exc import OperationalError
+
+    store = open_store(pg_url)
+    with store.write() as s:
+        s.add(Annotator(name="ana", pseudonym="A1"))
+    holder = store.engine.connect()
+    transaction = holder.begin()
+    holder.execute(text("SELECT * FROM annotator WHERE name = 'ana' FOR UPDATE"))
+    try:
+        with pytest.raises(OperationalError, match="lock timeout"):
+            with store.write(wait_s=0.1) as s:
+                s.exec(select(Annotator).where(Annotator.name == "ana")).one().role = "lead"
+    finally:
+        transaction.rollback()
+        holder.close()
+    with store.write() as s:
+        s.exec(select(Annotator).where(Annotator.name == "ana")).one().role = "lead"
+    with store.session() as s:
+        assert s.exec(select(Annotator)).one().role == "lead"
+    store.dispose()

@@ -37,7 +37,7 @@ from workbench.commands import Command, CommandStack, SetCategoryPolarity
 from workbench.curation import service
 from workbench.curation.model import FitParameters, RunDiff
 from workbench.errors import AglwError
-from workbench.labels import LabelService
+from workbench.labels import INTERACTIVE_WAIT_S, LabelService
 from workbench.metrics.service import model_names
 
 CATEGORY_COLUMNS = ["Category", "Name", "a", "ā", "Support", "Fitted", "Polarity", "Forced by expert"]
@@ -143,7 +143,7 @@ class CurationView(QWidget):
         self.store = store
         self.annotator_id = annotator_id
         self.stack = stack
-        self.labels = LabelService(store)
+        self.labels = LabelService(store, write_wait_s=INTERACTIVE_WAIT_S)
         self._execute = execute
         self.live = live
         self.what_if: dict[str, str] = {}
