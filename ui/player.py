@@ -34,8 +34,35 @@ pg.setConfigOptions(imageAxisOrder="row-major", antialias=False)
 PLAYHEAD_INTERVAL_MS = 33
 
 
+# Short axis titles: the plots are low, a long rotated title runs into the plot above. The full
+# wording (e.g. "azimuth (°, +90 = left)") is in the axis tooltip and the plot's note.
+_DIRECTION_AXIS_TITLES = {"azimuth": "azimuth °", "lateral": "lateral °", "panorama": "panorama"}
+MIN_LOOP_S = 0.05
+
+
 def _lut(name: str) -> np.ndarray:
     return pg.colormap.get(name).getLookupTable(0.0, 1.0, 256)
+
+
+class TimeViewBox(pg.ViewBox):
+    """A view box whose Shift+drag selects a time span (for the loop) instead of panning.
+
+    Signals
+    -------
+    spanSelected(float, float, bool)
+        Start and end time of the span dragged so far, and whether the drag is finished.
+    """
+
+    spanSelected = Signal(float, float, bool)
+
+    def mouseDragEvent(self, ev, axis=None) -> None:  # type: ignore[no-untyped-def]  # noqa: N802 - pyqtgraph override
+        if ev.button() == Qt.MouseButton.LeftButton and ev.modifiers() & Qt.KeyboardModifier.ShiftModifier:
+            ev.accept()
+            start = self.mapSceneToView(ev.buttonDownScenePos()).x()
+            end = self.mapSceneToView(ev.scenePos()).x()
+            self.spanSelected.emit(min(start, end), max(start, end), bool(ev.isFinish()))
+            return
+        super().mouseDragEvent(ev, axis)
 
 
 class PlayerView(QWidget):
@@ -69,10 +96,10 @@ class PlayerView(QWidget):
         self._ref_lines: list[pg.InfiniteLine] = []
 
         self.graphics = pg.GraphicsLayoutWidget()
-        self.wave_plot = self.graphics.addPlot(row=0, col=0)
-        self.spec_plot = self.graphics.addPlot(row=1, col=0)
-        self.tags_plot = self.graphics.addPlot(row=2, col=0)
-        self.direction_plot = self.graphics.addPlot(row=3, col=0)
+        self.wave_plot = self.graphics.addPlot(row=0, col=0, viewBox=TimeViewBox())
+        self.spec_plot = self.graphics.addPlot(row=1, col=0, viewBox=TimeViewBox())
+        self.tags_plot = self.graphics.addPlot(row=2, col=0, viewBox=TimeViewBox())
+        self.direction_plot = self.graphics.addPlot(row=3, col=0, viewBox=TimeViewBox())
         layout = self.graphics.ci.layout
         for row, stretch in enumerate((1, 3, 1, 2)):
             layout.setRowStretchFactor(row, stretch)
@@ -124,6 +151,8 @@ class PlayerView(QWidget):
         self.loop_region.sigRegionChangeFinished.connect(self._region_moved)
         self.spec_plot.addItem(self.loop_region, ignoreBounds=True)
 
+        for plot in (self.wave_plot, self.spec_plot, self.tags_plot, self.direction_plot):
+            plot.getViewBox().spanSelected.connect(self.select_loop)
         self.spec_plot.sigXRangeChanged.connect(self._range_changed)
         self.graphics.scene().sigMouseClicked.connect(self._scene_clicked)
 
@@ -239,9 +268,10 @@ class PlayerView(QWidget):
         low, high = view.y_range
         self.direction_image.set_indexed(quantise_unit(view.image, peak if peak > 0 else 1.0), self._direction_table,
                                          QRectF(view.t0, low, view.t1 - view.t0, high - low), source=view.image)
-        self.direction_plot.setLabel("left", view.y_label)
+        self.direction_plot.setLabel("left", _DIRECTION_AXIS_TITLES.get(view.kind, view.y_label))
+        self.direction_plot.getAxis("left").setToolTip(view.y_label)
         self.direction_plot.setYRange(low, high, padding=0)
-        self.direction_note.setText(view.note)
+        self.direction_note.setText(f"{view.note} Axis: {view.y_label}." if view.y_label else view.note)
         self.direction_note.setPos(0.0, high)
 
     def set_time_references(self, seconds: Sequence[float]) -> None:
@@ -362,6 +392,20 @@ class PlayerView(QWidget):
         t0, t1 = self.loop_region.getRegion()
         if t1 > t0:
             self.player.set_loop(t0, t1)
+
+    def select_loop(self, t0: float, t1: float, finished: bool = True) -> None:
+        """Show the span [t0, t1] (Shift+drag on any plot) as the loop region; once the drag is
+        finished, loop it (spans shorter than :data:`MIN_LOOP_S` are ignored)."""
+        if self.clip_id is None:
+            return
+        t0, t1 = max(0.0, min(t0, self.duration)), max(0.0, min(t1, self.duration))
+        if t1 - t0 < MIN_LOOP_S:
+            return
+        self.loop_region.setRegion((t0, t1))
+        self.loop_region.setVisible(True)
+        if finished:
+            self.player.set_loop(t0, t1)
+            self.status.emit(f"looping {t0:.2f}–{t1:.2f} s (L stops the loop)")
 
     def _region_moved(self) -> None:
         if self.player.loop is not None:

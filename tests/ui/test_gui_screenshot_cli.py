@@ -63,3 +63,15 @@ def test_demo_twice_reuses_the_project_and_keeps_labels(tmp_path, capsys) -> Non
     assert '"rating"' in capsys.readouterr().out  # the label survived the second `aglw demo`
     assert main(["--json", "demo", "--dir", str(directory), "--no-gui", "--overwrite"]) == 0
     assert json.loads(capsys.readouterr().out)["reused"] is False
+
+
+def test_gui_takes_the_project_after_the_command_too(monkeypatch, demo_db, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`aglw gui --db X` (the issue's spelling) and `aglw --db X gui` open the same project."""
+    import ui.app
+
+    opened: list[tuple[str, str | None]] = []
+    monkeypatch.setattr(ui.app, "run_gui", lambda db, annotator, clip_key=None: opened.append((db, clip_key)) or 0)
+    assert main(["gui", "--db", str(demo_db), "--clip", "DEMO-0002"]) == 0
+    assert main(["--db", str(demo_db), "gui"]) == 0
+    assert main(["--db", str(tmp_path / "other.sqlite"), "gui", "--db", str(demo_db)]) == 0  # the later one wins
+    assert opened == [(str(demo_db), "DEMO-0002"), (str(demo_db), None), (str(demo_db), None)]

@@ -34,10 +34,16 @@ def register(app: typer.Typer) -> None:
     """Add this module's commands to the root app."""
 
     @app.command("gui")
-    def gui(ctx: typer.Context, clip: Optional[str] = typer.Option(None, "--clip", help="Open this clip key.")) -> None:
+    def gui(
+        ctx: typer.Context,
+        clip: Optional[str] = typer.Option(None, "--clip", help="Open this clip key."),
+        db: Optional[str] = typer.Option(
+            None, "--db", help="Project database (path or URL); same as the global --db, which it overrides."
+        ),
+    ) -> None:
         """Open the desktop review workbench."""
         context = app_context(ctx)
-        code = importlib.import_module("ui.app").run_gui(context.db, context.annotator, clip_key=clip)
+        code = importlib.import_module("ui.app").run_gui(db or context.db, context.annotator, clip_key=clip)
         raise typer.Exit(code)
 
     @app.command("screenshot")
