@@ -427,7 +427,7 @@ def _write_project(store: Store, media: Path, audio_info: dict, seed: int, param
         ranks = percentiles(scores)
         flags = quality_flags(pd.DataFrame(quality_rows), params)
         run = CurationRun(
-            parameters={**params.to_dict(), "demo": True},
+            parameters={**params.to_dict(), "alm_model": alm.model, "demo": True},
             input_fingerprint="DEMO",
             alm_run_id=alm.id,
             summary={"demo": True, "note": "DEMO curation run over synthetic judgments"},

@@ -69,3 +69,36 @@ def test_everything_is_marked_demo(demo) -> None:  # type: ignore[no-untyped-def
 def test_demo_refuses_to_overwrite(demo) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(InputError, match="already exists"):
         create_demo_project(Path(demo.db_path).parent)
+
+
+def test_a_stored_run_stays_readable_after_a_second_alm_is_judged(tmp_path: Path) -> None:
+    """Selection reads a run against the ALM it was fitted on, even once another ALM is judged
+    too (the GUI's selection view used to fail, and with it the whole window)."""
+    from workbench.curation import service
+    from workbench.curation.selection import selection_pool
+
+    project = create_demo_project(tmp_path / "demo")
+    store = open_store(project.db_path)
+    try:
+        with store.write() as s:
+            demo_alm = s.exec(select(AlmRun)).one()
+            other = AlmRun(model="another ALM")
+            s.add(other)
+            s.flush()
+            s.add(JudgeRun(judge_name="opus", provider="demo", model_id="x", prompt_version="v",
+                           alm_run_id=other.id, status="done"))
+        [run] = service.list_runs(store)
+        info = service.run_info(store, run.id)
+        assert info.parameters["alm_model"] == demo_alm.model  # the demo records it as fit does
+        pool_before, keys, _ = selection_pool(store, run.id)
+        # a run written without the parameter (older projects) falls back on its alm_run_id
+        with store.write() as s:
+            from storage.models import CurationRun
+
+            stored = s.get(CurationRun, run.id)
+            stored.parameters = {k: v for k, v in stored.parameters.items() if k != "alm_model"}
+        pool_after, _, _ = selection_pool(store, run.id)
+        assert len(pool_after) == len(pool_before) == len(keys) == 4
+        assert pool_after.equals(pool_before)
+    finally:
+        store.dispose()

@@ -118,7 +118,14 @@ class SelectionView(QWidget):
         if run_id is None:
             self.message.setText("no curation run stored yet: fit one in the Curation view")
             return
-        pool, keys, _params = selection_pool(self.store, int(run_id))
+        try:
+            pool, keys, _params = selection_pool(self.store, int(run_id))
+        except AglwError as exc:
+            # The view (and the window around it) must open whatever state the project is in.
+            self.message.setText(f"run {run_id}: {exc}")
+            self.before = {}
+            self.decisions.clear()
+            return
         self.before = pool_counts(pool)
         self.decisions.clear()
         for clip, decision in pool["decision"].dropna().sort_index().items():

@@ -30,7 +30,7 @@ import pandas as pd
 from sqlalchemy import select as sql_select
 
 from storage import Store
-from storage.models import Selection, Tag
+from storage.models import AlmRun, Selection, Tag
 from workbench.curation import service
 from workbench.curation.inputs import gather_inputs
 from workbench.curation.model import SPEECH_CLASS_ID, FitParameters
@@ -172,6 +172,19 @@ def make_selection(store: Store, size: int, *, run_id: int | None = None) -> Sel
     return SelectionResult(selection_id=selection_id, run_id=run_id, keys=keys, counts=plan.counts)
 
 
+def _reference_alm(store: Store, info: Any) -> str | None:
+    """The ALM a stored run was fitted against: its ``alm_model`` parameter, else the model of
+    its ``alm_run_id`` (runs written without the parameter). Without either the project's only
+    judged ALM is used, as ``gather_inputs`` decides; a second ALM imported later must not make
+    an older run unreadable."""
+    model = info.parameters.get("alm_model")
+    if model is None and info.alm_run_id is not None:
+        with store.session() as s:
+            run = s.get(AlmRun, info.alm_run_id)
+            model = run.model if run is not None else None
+    return model
+
+
 def selection_pool(store: Store, run_id: int) -> tuple[pd.DataFrame, pd.Series, FitParameters]:
     """The pool :func:`select_clips` draws from for stored run ``run_id``, as it is now.
 
@@ -183,7 +196,7 @@ def selection_pool(store: Store, run_id: int) -> tuple[pd.DataFrame, pd.Series, 
     info = service.run_info(store, run_id)
     params = FitParameters.from_dict(info.parameters)
     clips = service.load_run_clips(store, run_id)
-    inputs = gather_inputs(store, info.parameters.get("alm_model"))
+    inputs = gather_inputs(store, _reference_alm(store, info))
     tagger_run_id = info.summary.get("inputs", {}).get("tagger_run_id")
     speech_tagged: set[int] = set()
     if tagger_run_id is not None:
