@@ -6,8 +6,10 @@ command there (house rule 1): ``contribution``, ``effect`` and ``polarity`` (the
 polarity) are :class:`~workbench.commands.SetCategoryLabel` fields, ``category_polarity`` is
 the expert's pool-wide P / N / neutral for the category
 (:class:`~workbench.commands.SetCategoryPolarity`, curation-model.md section 4); every edit
-can be undone. In blind mode the judges' columns, the consensus and the run's polarity are
-hidden until the expert has entered their own labels (:func:`workbench.review.labels_entered`).
+can be undone. In blind mode the judges' columns, the consensus, the run's polarity and the
+other experts' labels are hidden until the expert has entered their own labels
+(:func:`workbench.review.labels_entered`). The judges' columns are those of the ALM the
+detail was made for (:meth:`workbench.review.ClipDetail.for_alm`).
 """
 
 from __future__ import annotations
@@ -18,15 +20,36 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelInd
 from PySide6.QtWidgets import QComboBox, QStyledItemDelegate, QTableView, QWidget
 
 from workbench.labels import CONTRIBUTIONS, EFFECTS, POLARITIES
-from workbench.review import CategoryRow, ClipDetail
+from workbench.review import CategoryRow, ClipDetail, ExpertLabelView
 
 CONTRIBUTION_TEXT = {0: "0 not used", 1: "1 minor", 2: "2 supporting", 3: "3 decisive"}
+EFFECT_SIGN = {"helped": "+", "misled": "−", "neutral": "="}
 _Index = QModelIndex | QPersistentModelIndex
 
 
+def other_experts_text(experts: tuple[ExpertLabelView, ...]) -> str:
+    """Compact summary of other experts' labels: contribution and effect sign per expert,
+    e.g. ``3+ / 1−`` (+ helped, − misled, = neutral, ? no contribution given)."""
+    return " / ".join(
+        f"{'?' if e.contribution is None else e.contribution}{EFFECT_SIGN.get(e.effect or '', '')}" for e in experts
+    )
+
+
+def other_experts_tooltip(experts: tuple[ExpertLabelView, ...]) -> str | None:
+    """One line per other expert: name, contribution, effect and per-clip polarity."""
+    if not experts:
+        return None
+    lines = []
+    for e in experts:
+        contribution = "—" if e.contribution is None else CONTRIBUTION_TEXT.get(e.contribution, str(e.contribution))
+        polarity = f", P/N {e.polarity}" if e.polarity else ""
+        lines.append(f"{e.annotator_name}: {contribution}, {e.effect or 'no effect given'}{polarity}")
+    return "\n".join(lines)
+
+
 class AttributionModel(QAbstractTableModel):
-    """Columns: category, tag p, one per judge, consensus, polarity, your contribution, your effect,
-    your polarity on this clip, your polarity of the category on all clips."""
+    """Columns: category, tag p, one per judge, consensus, polarity, other experts, your contribution,
+    your effect, your polarity on this clip, your polarity of the category on all clips."""
 
     editRequested = Signal(str, str, object)
 
@@ -54,20 +77,24 @@ class AttributionModel(QAbstractTableModel):
         return self.consensus_column + 1
 
     @property
-    def contribution_column(self) -> int:
+    def others_column(self) -> int:
         return self.consensus_column + 2
 
     @property
-    def effect_column(self) -> int:
+    def contribution_column(self) -> int:
         return self.consensus_column + 3
 
     @property
-    def clip_polarity_column(self) -> int:
+    def effect_column(self) -> int:
         return self.consensus_column + 4
 
     @property
-    def category_polarity_column(self) -> int:
+    def clip_polarity_column(self) -> int:
         return self.consensus_column + 5
+
+    @property
+    def category_polarity_column(self) -> int:
+        return self.consensus_column + 6
 
     def editable_fields(self) -> dict[int, str]:
         """Editable column → the edited field (as sent with ``editRequested``)."""
@@ -91,7 +118,7 @@ class AttributionModel(QAbstractTableModel):
         return 0 if parent.isValid() else len(self.rows)
 
     def columnCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: N802
-        return 0 if parent.isValid() else 8 + len(self.judges)
+        return 0 if parent.isValid() else 9 + len(self.judges)
 
     def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole) -> Any:  # noqa: N802
         if orientation != Qt.Orientation.Horizontal or role != Qt.ItemDataRole.DisplayRole:
@@ -99,7 +126,8 @@ class AttributionModel(QAbstractTableModel):
         if section in self.judge_columns():
             return self.judges[section - 2]
         names = {0: "category", 1: "tag p", self.consensus_column: "consensus", self.polarity_column: "polarity",
-                 self.contribution_column: "your contribution", self.effect_column: "your effect",
+                 self.others_column: "other experts", self.contribution_column: "your contribution",
+                 self.effect_column: "your effect",
                  self.clip_polarity_column: "your P/N (this clip)",
                  self.category_polarity_column: "your P/N (all clips)"}
         return names.get(section)
@@ -124,6 +152,8 @@ class AttributionModel(QAbstractTableModel):
                 if judgment.status != "ok":
                     return "failed judgment"
                 return f"evidence: {judgment.evidence}" if judgment.evidence else "no evidence quoted"
+            if column == self.others_column:
+                return other_experts_tooltip(row.other_experts)
             if column == 0:
                 return f"{row.category_id} — {row.root}"
             return None
@@ -146,6 +176,8 @@ class AttributionModel(QAbstractTableModel):
             if row.polarity is None:
                 return ""
             return row.polarity if row.polarity == row.fitted_polarity else f"{row.polarity} (fitted {row.fitted_polarity})"
+        if column == self.others_column:
+            return other_experts_text(row.other_experts)
         if column == self.contribution_column:
             return CONTRIBUTION_TEXT.get(row.expert_contribution, "") if row.expert_contribution is not None else ""
         if column == self.effect_column:
@@ -215,6 +247,9 @@ class AttributionGrid(QTableView):
         self.grid_model.set_detail(detail)
         for column in range(self.grid_model.columnCount()):
             self.setItemDelegateForColumn(column, None)  # type: ignore[arg-type]
+            # The header keeps hidden sections across a model reset: with fewer judges (another
+            # clip or ALM) a hidden judge column would otherwise hide the expert's own columns.
+            self.setColumnHidden(column, False)
         self.setItemDelegateForColumn(self.grid_model.contribution_column, self.contribution_delegate)
         self.setItemDelegateForColumn(self.grid_model.effect_column, self.effect_delegate)
         self.setItemDelegateForColumn(self.grid_model.clip_polarity_column, self.polarity_delegate)
@@ -223,8 +258,9 @@ class AttributionGrid(QTableView):
         self.resizeColumnsToContents()
 
     def set_judges_visible(self, visible: bool) -> None:
-        """Blind mode hides the judges' columns, the consensus and the fitted polarity."""
+        """Blind mode hides the judges' columns, the consensus, the fitted polarity and the other
+        experts' labels."""
         self.judges_visible = visible
         model = self.grid_model
-        for column in [*model.judge_columns(), model.consensus_column, model.polarity_column]:
+        for column in [*model.judge_columns(), model.consensus_column, model.polarity_column, model.others_column]:
             self.setColumnHidden(column, not visible)

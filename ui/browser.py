@@ -1,4 +1,14 @@
-"""Clip browser: a table model over the project's clips, filters, sort, and the review queue."""
+"""Clip browser: a table model over the project's clips, filters, sort, and the review queue.
+
+The order of the table is stable while the expert reviews: an edit refreshes the rows'
+values in place (:meth:`ClipBrowser.refresh_rows`) without re-sorting or re-filtering, so
+the clip being reviewed never jumps away and "next" goes to the clip that followed it.
+The rows are re-sorted (and re-filtered) only when the expert asks for it: changing a
+filter, clicking a column header, or (re-)ticking "review queue order".
+
+Blind mode (:meth:`ClipBrowser.set_blind_mode`) hides the judge-derived "disagreement"
+column and disables its filter; the review queue order still uses it.
+"""
 
 from __future__ import annotations
 
@@ -22,13 +32,20 @@ from workbench.review import ClipRow, review_queue
 
 _Index = QModelIndex | QPersistentModelIndex
 COLUMNS = ("key", "country", "continent", "speech", "status", "disagreement", "localizability", "|l−θ|", "flags")
+DISAGREEMENT_COLUMN = COLUMNS.index("disagreement")
 QUEUE_ROLE = Qt.ItemDataRole.UserRole + 1
 ROW_ROLE = Qt.ItemDataRole.UserRole + 2
 ANY = "any"
+FLAGGED = "flagged"
+CLEAN = "clean"
 
 
 class ClipTableModel(QAbstractTableModel):
-    """Rows are :class:`workbench.review.ClipRow`; ``QUEUE_ROLE`` gives each row's queue position."""
+    """Rows are :class:`workbench.review.ClipRow`; ``QUEUE_ROLE`` gives each row's queue position.
+
+    The queue positions are computed by :meth:`set_rows` and :meth:`requeue` only, so
+    refreshing the rows' values (:meth:`refresh_rows`) does not move a row in the queue.
+    """
 
     def __init__(self, parent: Any = None) -> None:
         super().__init__(parent)
@@ -38,8 +55,30 @@ class ClipTableModel(QAbstractTableModel):
     def set_rows(self, rows: Sequence[ClipRow]) -> None:
         self.beginResetModel()
         self.rows = list(rows)
-        self.queue_position = {row.clip_id: i for i, row in enumerate(review_queue(self.rows))}
+        self._compute_queue()
         self.endResetModel()
+
+    def refresh_rows(self, rows: Sequence[ClipRow]) -> bool:
+        """New values for the same clips, in place (no reset, queue positions kept).
+
+        Returns False (and changes nothing) when ``rows`` are not the same clips as now.
+        """
+        by_id = {row.clip_id: row for row in rows}
+        if len(by_id) != len(rows) or set(by_id) != {row.clip_id for row in self.rows}:
+            return False
+        self.rows = [by_id[row.clip_id] for row in self.rows]
+        if self.rows:
+            self.dataChanged.emit(self.index(0, 0), self.index(len(self.rows) - 1, len(COLUMNS) - 1))
+        return True
+
+    def requeue(self) -> None:
+        """Recompute the queue positions from the rows' current values."""
+        self._compute_queue()
+        if self.rows:
+            self.dataChanged.emit(self.index(0, 0), self.index(len(self.rows) - 1, len(COLUMNS) - 1), [QUEUE_ROLE])
+
+    def _compute_queue(self) -> None:
+        self.queue_position = {row.clip_id: i for i, row in enumerate(review_queue(self.rows))}
 
     def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: N802
         return 0 if parent.isValid() else len(self.rows)
@@ -87,15 +126,20 @@ class BrowserFilter:
     status: str = ANY
     min_disagreement: float = 0.0
     max_distance_from_theta: float | None = None
-    flagged: str = ANY  # any | flagged | clean
+    flagged: str = ANY  # any | flagged | clean | a flag name (clips carrying that flag)
 
 
 class ClipFilterProxy(QSortFilterProxyModel):
-    """Filters of the browser; sorting by the model's UserRole values."""
+    """Filters of the browser; sorting by the model's UserRole values.
+
+    Not dynamic: a change of the rows' values neither re-sorts nor re-filters (the row
+    under review stays where it is); :class:`ClipBrowser` sorts and filters explicitly.
+    """
 
     def __init__(self, parent: Any = None) -> None:
         super().__init__(parent)
         self.criteria = BrowserFilter()
+        self.setDynamicSortFilter(False)
         self.setSortRole(Qt.ItemDataRole.UserRole)
 
     def set_criteria(self, criteria: BrowserFilter) -> None:
@@ -125,9 +169,11 @@ class ClipFilterProxy(QSortFilterProxyModel):
             distance = row.distance_from_theta
             if distance is None or distance > c.max_distance_from_theta:
                 return False
-        if c.flagged == "flagged" and not row.quality_flags:
+        if c.flagged == FLAGGED and not row.quality_flags:
             return False
-        if c.flagged == "clean" and row.quality_flags:
+        if c.flagged == CLEAN and row.quality_flags:
+            return False
+        if c.flagged not in (ANY, FLAGGED, CLEAN) and c.flagged not in row.quality_flags:
             return False
         return True
 
@@ -140,16 +186,26 @@ class ClipFilterProxy(QSortFilterProxyModel):
 
 
 class ClipBrowser(QWidget):
-    """Filter bar + table; ``queue order`` sorts by the review-queue rule."""
+    """Filter bar + table; ``review queue order`` sorts by the review-queue rule.
+
+    Clicking a column header sorts by that column (and unticks "review queue order");
+    ticking it again returns to the queue order, recomputed from the current values.
+    """
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.blind_mode = True  # the safe default; MainWindow syncs it with its setting
         self.model = ClipTableModel(self)
         self.proxy = ClipFilterProxy(self)
         self.proxy.setSourceModel(self.model)
         self.table = QTableView()
         self.table.setModel(self.proxy)
-        self.table.setSortingEnabled(True)
+        # Sorting is driven here, not by QTableView.setSortingEnabled (which would sort
+        # by the header's column with whatever role is set, e.g. the queue position).
+        header = self.table.horizontalHeader()
+        header.setSectionsClickable(True)
+        header.setSortIndicatorShown(True)
+        header.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
         self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QTableView.SelectionMode.SingleSelection)
         self.table.verticalHeader().setVisible(False)
@@ -161,7 +217,8 @@ class ClipBrowser(QWidget):
         self.status = QComboBox()
         self.status.addItems([ANY, "unreviewed", "in progress", "reviewed"])
         self.flagged = QComboBox()
-        self.flagged.addItems([ANY, "flagged", "clean"])
+        self.flagged.addItems([ANY, FLAGGED, CLEAN])
+        self.flagged.setToolTip("any / flagged / clean, or the clips carrying one quality flag")
         self.min_disagreement = QDoubleSpinBox()
         self.min_disagreement.setRange(0.0, 1.0)
         self.min_disagreement.setSingleStep(0.1)
@@ -189,41 +246,125 @@ class ClipBrowser(QWidget):
         for spin in (self.min_disagreement, self.max_distance):
             spin.valueChanged.connect(self._apply_filter)
         self.queue_order.toggled.connect(self._apply_order)
+        header.sortIndicatorChanged.connect(self._header_sorted)
+        self._show_blind_mode()
+
+    # ------------------------------------------------------------------ rows
 
     def set_rows(self, rows: Sequence[ClipRow]) -> None:
+        """Load the rows afresh: filter and sort them; the current clip stays selected."""
         current = self.current_clip_id()
         self.model.set_rows(rows)
-        for box, values in ((self.country, {r.country for r in rows}), (self.continent, {r.continent for r in rows})):
-            chosen = box.currentText()
-            box.blockSignals(True)
-            box.clear()
-            box.addItems([ANY] + sorted(v for v in values if v))
-            box.setCurrentText(chosen if chosen else ANY)
-            box.blockSignals(False)
-        self._apply_order()
+        self._fill_choices(rows)
+        self.proxy.set_criteria(self.criteria())
+        self.resort()
         if current is not None:
             self.select_clip(current)
 
-    def _apply_filter(self) -> None:
-        self.proxy.set_criteria(
-            BrowserFilter(
-                country=self.country.currentText() or ANY,
-                continent=self.continent.currentText() or ANY,
-                speech=self.speech.currentText(),
-                status=self.status.currentText(),
-                min_disagreement=self.min_disagreement.value(),
-                max_distance_from_theta=self.max_distance.value() or None,
-                flagged=self.flagged.currentText(),
-            )
+    def refresh_rows(self, rows: Sequence[ClipRow]) -> None:
+        """New values for the rows, keeping the order, the filtered set and the selection.
+
+        Falls back to :meth:`set_rows` when the clips themselves changed (added or removed).
+        """
+        if not self.model.rows or not self.model.refresh_rows(rows):
+            self.set_rows(rows)
+            return
+        if self._fill_choices(rows):
+            self._apply_filter()  # a chosen country/continent/flag is gone
+
+    def _fill_choices(self, rows: Sequence[ClipRow]) -> bool:
+        """The combo boxes' values from the rows; True when a chosen value had to be dropped."""
+        flags = {flag for row in rows for flag in row.quality_flags} - {ANY, FLAGGED, CLEAN}
+        dropped = False
+        for box, fixed, values in (
+            (self.country, [ANY], {r.country for r in rows}),
+            (self.continent, [ANY], {r.continent for r in rows}),
+            (self.flagged, [ANY, FLAGGED, CLEAN], flags),
+        ):
+            chosen = box.currentText() or ANY
+            items = fixed + sorted(v for v in values if v)
+            if [box.itemText(i) for i in range(box.count())] == items:
+                continue
+            box.blockSignals(True)
+            box.clear()
+            box.addItems(items)
+            box.setCurrentText(chosen)
+            box.blockSignals(False)
+            dropped = dropped or box.currentText() != chosen
+        return dropped
+
+    # ------------------------------------------------------------------ filter and order
+
+    def criteria(self) -> BrowserFilter:
+        """The filter the widgets describe (the disagreement filter is off in blind mode)."""
+        return BrowserFilter(
+            country=self.country.currentText() or ANY,
+            continent=self.continent.currentText() or ANY,
+            speech=self.speech.currentText(),
+            status=self.status.currentText(),
+            min_disagreement=0.0 if self.blind_mode else self.min_disagreement.value(),
+            max_distance_from_theta=self.max_distance.value() or None,
+            flagged=self.flagged.currentText() or ANY,
         )
 
-    def _apply_order(self) -> None:
+    def _apply_filter(self) -> None:
+        self.proxy.set_criteria(self.criteria())
+        self.resort()
+
+    def resort(self) -> None:
+        """Sort the rows by the chosen order, from their current values (the selection stays)."""
+        self.model.requeue()
         if self.queue_order.isChecked():
             self.proxy.setSortRole(QUEUE_ROLE)
             self.proxy.sort(0, Qt.SortOrder.AscendingOrder)
-            self.proxy.setSortRole(QUEUE_ROLE)
         else:
+            header = self.table.horizontalHeader()
             self.proxy.setSortRole(Qt.ItemDataRole.UserRole)
+            self.proxy.sort(header.sortIndicatorSection(), header.sortIndicatorOrder())
+        current = self.table.currentIndex()
+        if current.isValid():
+            self.table.scrollTo(current)
+
+    def _apply_order(self, queue: bool) -> None:
+        if queue:
+            header = self.table.horizontalHeader()
+            header.blockSignals(True)
+            header.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
+            header.blockSignals(False)
+            header.viewport().update()
+        self.resort()
+
+    def _header_sorted(self, section: int, _order: Qt.SortOrder) -> None:
+        """A click on a column header: sort by that column, out of the queue order."""
+        if self.queue_order.isChecked():
+            self.queue_order.blockSignals(True)
+            self.queue_order.setChecked(False)
+            self.queue_order.blockSignals(False)
+        self.resort()
+
+    # ------------------------------------------------------------------ blind mode
+
+    def set_blind_mode(self, on: bool) -> None:
+        """Blind mode hides the judges' disagreement (column and filter); the queue order still uses it."""
+        if on == self.blind_mode:
+            return
+        self.blind_mode = on
+        self._show_blind_mode()
+        if on and not self.queue_order.isChecked() and (
+            self.table.horizontalHeader().sortIndicatorSection() == DISAGREEMENT_COLUMN
+        ):
+            self.queue_order.setChecked(True)  # an order by the hidden column would show it
+        if self.criteria() != self.proxy.criteria:
+            self._apply_filter()
+
+    def _show_blind_mode(self) -> None:
+        self.table.setColumnHidden(DISAGREEMENT_COLUMN, self.blind_mode)
+        self.min_disagreement.setEnabled(not self.blind_mode)
+        self.min_disagreement.setToolTip(
+            "judge disagreement is hidden in blind mode" if self.blind_mode else "judge disagreement at least"
+        )
+
+    # ------------------------------------------------------------------ selection
 
     def visible_clip_ids(self) -> list[int]:
         """Clip ids in the order the table shows them."""
@@ -235,14 +376,20 @@ class ClipBrowser(QWidget):
 
     def select_clip(self, clip_id: int) -> bool:
         for r in range(self.proxy.rowCount()):
-            if self.proxy.index(r, 0).data(ROW_ROLE).clip_id == clip_id:
+            index = self.proxy.index(r, 0)
+            if index.data(ROW_ROLE).clip_id == clip_id:
                 self.table.selectRow(r)
-                self.table.setCurrentIndex(self.proxy.index(r, 0))
+                self.table.setCurrentIndex(index)
+                self.table.scrollTo(index)
                 return True
         return False
 
     def step(self, delta: int) -> int | None:
-        """Select the next (+1) or previous (−1) visible clip; returns its id."""
+        """Select the next (+1) or previous (−1) visible clip; returns its id.
+
+        The order is the one the table shows (stable across edits), so after a decision
+        "next" goes to the clip that followed the current one; the ends clamp.
+        """
         ids = self.visible_clip_ids()
         if not ids:
             return None

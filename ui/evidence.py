@@ -40,6 +40,9 @@ ROOT_COLOURS = {
 }
 
 
+HIDDEN_IN_BLIND_MODE = "hidden in blind mode"
+
+
 def plain_label(text: str = "") -> QLabel:
     """A QLabel that never interprets its text as rich text."""
     label = QLabel()
@@ -147,10 +150,21 @@ class ReasoningView(QPlainTextEdit):
 
 
 class ClipInfoPanel(QWidget):
-    """Metadata (title, description as plain text), predicted vs true location and the error."""
+    """Metadata (title, description as plain text), the ALM choice, that ALM's predicted vs true
+    location and its error.
+
+    ``model_box`` lists the clip's ALM predictions; the current entry is the detail's ALM
+    (:attr:`workbench.review.ClipDetail.alm_run_id`). Choosing one records it as
+    ``preferred_alm_run_id`` (kept for the next clips that have that ALM) and emits
+    ``almChosen(alm_run_id)``; the window then shows the clip for that ALM.
+    """
+
+    almChosen = Signal(int)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.preferred_alm_run_id: int | None = None
+        self._updating = False
         self.title = plain_label()
         font = self.title.font()
         font.setBold(True)
@@ -162,14 +176,23 @@ class ClipInfoPanel(QWidget):
         self.description = QPlainTextEdit()
         self.description.setReadOnly(True)
         self.model_box = QComboBox()
+        self.model_box.setToolTip("The ALM whose reasoning, prediction and judges are shown")
+        self.model_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.model_box.activated.connect(self._model_activated)
+        model_row = QHBoxLayout()
+        model_row.addWidget(plain_label("ALM"))
+        model_row.addWidget(self.model_box, 1)
         layout = QVBoxLayout(self)
         layout.addWidget(self.title)
         layout.addWidget(self.truth)
+        layout.addLayout(model_row)
         layout.addWidget(self.predictions)
         layout.addWidget(plain_label("Description"))
         layout.addWidget(self.description, 1)
 
     def set_detail(self, detail: ClipDetail | None) -> None:
+        """Show ``detail``; the prediction and the selected ALM are those of ``detail.alm_run_id``."""
+        self._fill_models(detail)
         if detail is None:
             for widget in (self.title, self.truth):
                 widget.setText("")
@@ -182,17 +205,47 @@ class ClipInfoPanel(QWidget):
         coords = "" if detail.latitude is None else f" ({detail.latitude:.4f}, {detail.longitude:.4f})"
         audio = f"{detail.n_channels or '?'} ch, {detail.layout or 'layout unknown'}"
         self.truth.setText(f"True location: {place}{coords} · {audio}")
-        lines = []
-        for p in detail.predictions:
+        p = detail.prediction
+        if p is None:
+            self.predictions.setPlainText("No ALM prediction for this clip.")
+        else:
             where = ", ".join(x for x in (p.predicted_city, p.predicted_country, p.predicted_continent) if x)
+            coords = ""
+            if p.predicted_latitude or p.predicted_longitude:
+                coords = f" ({p.predicted_latitude or '?'}, {p.predicted_longitude or '?'})"
             error = "error unknown" if p.error_km is None else f"error {p.error_km:,.0f} km"
-            lines.append(f"{p.model}{' [DEMO]' if p.is_demo else ''}: {where or 'no answer'} — {error}")
-        self.predictions.setPlainText("\n".join(lines) or "No ALM prediction for this clip.")
+            self.predictions.setPlainText(
+                f"{p.model}{' [DEMO]' if p.is_demo else ''} predicted: {where or 'no answer'}{coords} — {error}"
+            )
         self.description.setPlainText(detail.description)
+
+    def _fill_models(self, detail: ClipDetail | None) -> None:
+        self._updating = True
+        try:
+            self.model_box.clear()
+            if detail is not None:
+                for p in detail.predictions:
+                    judges = len(detail.for_alm(p.alm_run_id).judge_names)
+                    suffix = f" · {judges} judge{'s' if judges != 1 else ''}" if judges else " · not judged"
+                    self.model_box.addItem(f"{p.model}{' [DEMO]' if p.is_demo else ''}{suffix}", p.alm_run_id)
+                self.model_box.setCurrentIndex(self.model_box.findData(detail.alm_run_id))
+            self.model_box.setEnabled(self.model_box.count() > 1)
+        finally:
+            self._updating = False
+
+    def _model_activated(self, index: int) -> None:
+        alm_run_id = self.model_box.itemData(index)
+        if self._updating or alm_run_id is None:
+            return
+        self.preferred_alm_run_id = int(alm_run_id)
+        self.almChosen.emit(int(alm_run_id))
 
 
 class ClipPanel(QWidget):
     """Localizability, percentile and the expert's rating, decision and note for the clip.
+
+    The localizability score and percentile derive from the judges' contributions: like the
+    judges and other experts, blind mode hides them until ``show_others``.
 
     Signals carry the new value; the window turns them into commands.
     """
@@ -247,7 +300,9 @@ class ClipPanel(QWidget):
                 self.note.setText("")
                 self.others.setText("")
                 return
-            if detail.localizability is None:
+            if not show_others:
+                self.score.setText(HIDDEN_IN_BLIND_MODE)
+            elif detail.localizability is None:
                 self.score.setText("no curation run yet (aglw fit)")
             else:
                 candidate = "candidate" if detail.candidate else "not a candidate"

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import logging
+from dataclasses import dataclass
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShowEvent
 from PySide6.QtWidgets import (
     QDockWidget,
     QHBoxLayout,
     QLabel,
     QMainWindow,
+    QMessageBox,
     QPushButton,
     QTabWidget,
     QVBoxLayout,
@@ -18,7 +21,7 @@ from PySide6.QtWidgets import (
 )
 
 from storage import Store
-from workbench.audio.playback import Player
+from workbench.audio.playback import Player, PlayerState
 from workbench.audio.spectrogram import SpectrogramParams
 from workbench.commands import (
     Command,
@@ -29,7 +32,7 @@ from workbench.commands import (
     WriteFailed,
 )
 from workbench.config import config_dir
-from workbench.labels import AnnotatorInfo, LabelService
+from workbench.labels import INTERACTIVE_WAIT_S, AnnotatorInfo, LabelService
 from workbench.review import AudioSource, ClipDetail, ReviewService, ab_spacing_from_config, labels_entered
 from ui.attribution_grid import AttributionGrid
 from ui.browser import ClipBrowser
@@ -39,6 +42,8 @@ from ui.player import PlayerView
 from ui.workers import AudioLoader, AudioRequest, AudioResult
 
 SETTINGS_VERSION = 1
+
+log = logging.getLogger(__name__)
 
 
 def settings_path() -> Path:
@@ -57,6 +62,17 @@ def open_settings() -> QSettings:
             settings.setValue("blind_mode", True)
     return settings
 
+
+
+@dataclass(frozen=True)
+class _ViewState:
+    """The visible span, playhead and playback of a clip, kept across a reload of its spectrogram."""
+
+    clip_id: int
+    t0: float
+    t1: float
+    position: float
+    playing: bool
 
 class ErrorBanner(QWidget):
     """Shows an unsaved edit's error with a retry button."""
@@ -102,7 +118,9 @@ class MainWindow(QMainWindow):
         self.store = store
         self.annotator = annotator
         self.review = ReviewService(store)
-        self.labels = LabelService(store)
+        # Edits are written on the GUI thread: a project locked by another writer fails fast
+        # (the edit stays pending with a retry) instead of freezing the window.
+        self.labels = LabelService(store, write_wait_s=INTERACTIVE_WAIT_S)
         self.stack = CommandStack()
         self.settings = open_settings()
         self.blind_mode = str(self.settings.value("blind_mode", True)).lower() in ("true", "1")
@@ -110,6 +128,7 @@ class MainWindow(QMainWindow):
         self.detail: ClipDetail | None = None
         self._audio_clip: AudioSource | None = None  # the clip whose audio views are wanted
         self.scale = "linear"
+        self._restore: _ViewState | None = None  # view and playback to restore after an axis switch
         # AB pairs need a microphone spacing for their direction view (config.toml ab_spacing_m).
         self.ab_spacing_m, self.ab_spacing_problem = ab_spacing_from_config()
         self.setWindowTitle(f"AGL Workbench — {annotator.name}")
@@ -139,8 +158,7 @@ class MainWindow(QMainWindow):
         evidence_dock = self._dock("Evidence", evidence, Qt.DockWidgetArea.RightDockWidgetArea)
         self._dock("Judgment", self.clip_panel, Qt.DockWidgetArea.RightDockWidgetArea)
         grid_dock = self._dock("Attribution", self.grid, Qt.DockWidgetArea.BottomDockWidgetArea)
-        self.resizeDocks([clips_dock, evidence_dock], [430, 420], Qt.Orientation.Horizontal)
-        self.resizeDocks([grid_dock], [220], Qt.Orientation.Vertical)
+        self._default_docks = (clips_dock, evidence_dock, grid_dock)
 
         self.loader = AudioLoader(self, force_sync=force_sync)
         self.loader.loaded.connect(self._audio_loaded)
@@ -154,6 +172,7 @@ class MainWindow(QMainWindow):
         self.clip_panel.decisionChanged.connect(lambda v: self._clip_edit(decision=v))
         self.clip_panel.noteChanged.connect(lambda v: self._clip_edit(note=v))
         self.clip_panel.revealRequested.connect(self.reveal_current)
+        self.info.almChosen.connect(self._alm_chosen)
         self.banner.retry.clicked.connect(self.retry_pending)
         self.stack.subscribe(self._stack_changed)
         self._make_actions()
@@ -165,8 +184,9 @@ class MainWindow(QMainWindow):
         else:
             self.resize(1500, 950)
         state = self.settings.value("window_state")
-        if state is not None:
-            self.restoreState(state)
+        # Without a remembered layout the docks are sized on the first show, when the window
+        # has its real size (sizes given before that are not kept).
+        self._layout_pending = state is None or not self.restoreState(state)
         self.reload_rows()
         install_cockpit(self)
 
@@ -211,16 +231,36 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ clips
 
-    def reload_rows(self) -> None:
-        self.browser.set_rows(self.review.clip_rows(self.annotator.id))
+    def reload_rows(self, *, resort: bool = False) -> None:
+        """Re-read the browser rows: new values in place, the order and the selection kept
+        (the clip under review must not jump away after an edit); ``resort`` re-sorts them."""
+        self.browser.set_blind_mode(self.blind_mode)
+        rows = self.review.clip_rows(self.annotator.id)
+        if resort:
+            self.browser.set_rows(rows)
+        else:
+            self.browser.refresh_rows(rows)
 
     def _browser_current_changed(self, current, _previous) -> None:  # type: ignore[no-untyped-def]
+        """The browser's current row changed (click, keys, step): show that clip."""
+        if not current.isValid():
+            return  # a reload clears the current row for a moment; the clip stays open
         clip_id = self.browser.current_clip_id()
         if clip_id is not None and (self.detail is None or self.detail.clip_id != clip_id):
             self.open_clip(clip_id)
 
     def step_clip(self, delta: int) -> None:
-        self.browser.step(delta)
+        """Open the next (+1) or previous (−1) clip in the browser's order."""
+        if self.detail is not None and self.browser.current_clip_id() != self.detail.clip_id:
+            self.browser.select_clip(self.detail.clip_id)  # step from the clip on screen
+        clip_id = self.browser.step(delta)
+        if clip_id is None:
+            self.show_status("no clips match the browser's filters")
+            return
+        if self.detail is None or self.detail.clip_id != clip_id:
+            self.open_clip(clip_id)
+        elif delta:
+            self.show_status("last clip in the list" if delta > 0 else "first clip in the list")
 
     def open_clip(self, clip_id: int) -> None:
         """Show a clip: the audio job starts first, then the text panels fill while it runs.
@@ -228,10 +268,15 @@ class MainWindow(QMainWindow):
         The spectrogram is painted as soon as the worker hands it over; playback, the
         direction view and the waveform's decode follow (see :mod:`ui.workers`).
         """
+        # A note still being typed belongs to the clip being left: save it before moving on.
+        self.commit_typed_note()
+        if self._restore is not None and self._restore.clip_id != clip_id:
+            self._restore = None  # the axis switch's view belongs to the clip that was left
         generation = self.loader.next_generation()
         source = self.review.audio_source(clip_id)
         self._audio_clip = source
-        self.player_view.clear(f"loading {source.key}…")
+        self.player_view.clear(f"loading {source.key}…" if source.audio_path is not None
+                               else source.audio_problem or "no audio")
         if source.audio_path is not None:
             params = SpectrogramParams(scale=self.scale)  # type: ignore[arg-type]
             spacing = self.ab_spacing_m if source.layout == "ab" else None
@@ -246,7 +291,8 @@ class MainWindow(QMainWindow):
             self.browser.select_clip(clip_id)
         self.clipShown.emit(clip_id)
         if detail.audio_path is None:
-            self.player_view.clear(detail.audio_problem or "no audio")
+            # The player was cleared with the reason above; the tag timeline and the time
+            # references stay on the axis.
             self.show_status(detail.audio_problem or "no audio for this clip")
         else:
             if detail.layout == "ab" and self.ab_spacing_problem:
@@ -254,16 +300,33 @@ class MainWindow(QMainWindow):
             self.loader.deliver_ready()
 
     def _show_detail(self) -> None:
+        """Fill the panels for one ALM: the one chosen in the Clip tab when this clip has it,
+        else the detail's default (the ALM its judges read). The reasoning, the prediction and
+        the judges' columns all refer to that ALM."""
+        preferred = self.info.preferred_alm_run_id
+        if (self.detail is not None and preferred is not None and preferred != self.detail.alm_run_id
+                and any(p.alm_run_id == preferred for p in self.detail.predictions)):
+            self.detail = self.detail.for_alm(preferred)
         detail = self.detail
         visible = self.judges_visible()
         names = [row.name for row in detail.categories] if detail else []
-        reasoning = detail.predictions[0].reasoning if detail and detail.predictions else ""
-        self.reasoning.set_reasoning(reasoning, names)
+        prediction = detail.prediction if detail else None
+        self.reasoning.set_reasoning(prediction.reasoning if prediction else "", names)
+        tab = self.evidence_tabs.indexOf(self.reasoning)
+        model = prediction.model if prediction else ""
+        self.evidence_tabs.setTabText(tab, f"Reasoning · {model[:24]}{'…' if len(model) > 24 else ''}" if model
+                                      else "Reasoning")
+        self.evidence_tabs.setTabToolTip(tab, f"Reasoning of {model} (choose the ALM in the Clip tab)" if model else "")
         self.tags.set_tags(detail.tags if detail else [])
         self.info.set_detail(detail)
         self.clip_panel.set_detail(detail, show_others=visible)
         self.clip_panel.reveal.setEnabled(bool(detail) and not visible)
         self.grid.set_detail(detail, judges_visible=visible)
+
+    def _alm_chosen(self, _alm_run_id: int) -> None:
+        """The expert chose the ALM to show (ClipInfoPanel keeps it for the next clips that have it)."""
+        self._show_detail()
+        self.player_view.set_time_references([ref.seconds for ref in self.reasoning.references])
 
     def _audio_loaded(self, result: AudioResult) -> None:
         source = self._audio_clip
@@ -273,15 +336,25 @@ class MainWindow(QMainWindow):
             self.player_view.clear(result.error)
             self.show_status(result.error)
             return
+        restore = self._restore if self._restore is not None and self._restore.clip_id == result.clip_id else None
         if result.stage == "spectrogram":
             self.player_view.set_spectrogram(result.clip_id, result.pyramid, result.envelope)
+            if restore is not None:
+                self.player_view.spec_plot.setXRange(restore.t0, restore.t1, padding=0)
             if not self.player_view.graphics.isVisible():
                 self.loader.resume(result.generation)  # nothing will be painted: go on at once
             return
         if self.player_view.spectrogram_clip_id != result.clip_id:
             self.player_view.set_spectrogram(result.clip_id, result.pyramid, result.envelope)
+            if restore is not None:
+                self.player_view.spec_plot.setXRange(restore.t0, restore.t1, padding=0)
         self.player_view.set_audio(result.clip_id, result.samples, result.sample_rate, source.layout)
         self.player_view.set_direction(result.direction)
+        if restore is not None:
+            self._restore = None
+            self.player_view.seek(restore.position)
+            if restore.playing:
+                self.player_view.toggle_play()
         self.audioShown.emit(result.clip_id)
 
     def _spectrogram_painted(self, clip_id: int) -> None:
@@ -290,9 +363,19 @@ class MainWindow(QMainWindow):
             self.loader.resume(self.loader.generation)
 
     def _scale_changed(self, scale: str) -> None:
+        """Reload the clip's spectrogram on the other axis, keeping the view, playhead and playback."""
         self.scale = scale
-        if self.detail is not None:
-            self.open_clip(self.detail.clip_id)
+        if self.detail is None:
+            return
+        view = self.player_view
+        (t0, t1), _ = view.spec_plot.getViewBox().viewRange()
+        has_audio = view.clip_id == self.detail.clip_id
+        self._restore = _ViewState(
+            self.detail.clip_id, t0, t1,
+            view.player.position if has_audio else 0.0,
+            has_audio and view.player.state == PlayerState.PLAYING,
+        )
+        self.open_clip(self.detail.clip_id)
 
     # ------------------------------------------------------------------ blind mode
 
@@ -305,6 +388,7 @@ class MainWindow(QMainWindow):
     def set_blind_mode(self, on: bool) -> None:
         self.blind_mode = on
         self.settings.setValue("blind_mode", on)
+        self.browser.set_blind_mode(on)  # no judge-derived numbers in the browser either
         self._show_detail()
 
     def reveal_current(self) -> None:
@@ -398,7 +482,53 @@ class MainWindow(QMainWindow):
     def show_status(self, message: str) -> None:
         self.statusBar().showMessage(message, 10_000)
 
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt override
+        super().showEvent(event)
+        if self._layout_pending:
+            self._layout_pending = False
+            self.apply_default_layout()
+
+    def apply_default_layout(self) -> None:
+        """Give the player most of the window: clips ¼ of the width, evidence and judgment about
+        a fifth, the attribution grid a quarter of the height."""
+        clips, evidence, grid = self._default_docks
+        width, height = max(self.width(), 800), max(self.height(), 600)
+        self.resizeDocks([clips, evidence], [int(width * 0.25), int(width * 0.22)], Qt.Orientation.Horizontal)
+        self.resizeDocks([grid], [int(height * 0.24)], Qt.Orientation.Vertical)
+
+    def commit_typed_note(self) -> None:
+        """Save the note being typed (the box saves on Enter or focus loss, which moving on by
+        keyboard or closing the window does not always give)."""
+        if self.detail is not None:
+            self.clip_panel._note_finished()
+
+    def ask_about_pending(self) -> str:
+        """Ask what to do with edits that are not saved: ``retry``, ``discard`` or ``cancel``."""
+        count = len(self.stack.pending)
+        box = QMessageBox(QMessageBox.Icon.Warning, "Unsaved edits",
+                          f"{count} edit(s) could not be saved yet: {self.stack.last_error or 'the write failed'}.",
+                          parent=self)
+        box.setInformativeText("Retry saving them now, close and lose them, or keep the window open?")
+        retry = box.addButton("Retry", QMessageBox.ButtonRole.AcceptRole)
+        discard = box.addButton("Close without saving", QMessageBox.ButtonRole.DestructiveRole)
+        box.addButton(QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(retry)
+        box.exec()
+        clicked = box.clickedButton()
+        return "retry" if clicked is retry else "discard" if clicked is discard else "cancel"
+
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt override
+        """Close, unless edits are still pending and the expert does not want them lost."""
+        self.commit_typed_note()
+        while self.stack.pending:
+            choice = self.ask_about_pending()
+            if choice == "cancel":
+                event.ignore()
+                return
+            if choice == "discard":
+                log.warning("closed with %d unsaved edit(s) discarded", len(self.stack.pending))
+                break
+            self.retry_pending()  # a failure shows the banner again and the question repeats
         self.shutdown()
         super().closeEvent(event)
 

@@ -271,7 +271,7 @@ class PlayerView(QWidget):
         self.direction_plot.setLabel("left", _DIRECTION_AXIS_TITLES.get(view.kind, view.y_label))
         self.direction_plot.getAxis("left").setToolTip(view.y_label)
         self.direction_plot.setYRange(low, high, padding=0)
-        self.direction_note.setText(f"{view.note} Axis: {view.y_label}." if view.y_label else view.note)
+        self.direction_note.setText(f"{view.note}\nAxis: {view.y_label}." if view.y_label else view.note)
         self.direction_note.setPos(0.0, high)
 
     def set_time_references(self, seconds: Sequence[float]) -> None:

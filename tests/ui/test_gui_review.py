@@ -12,7 +12,7 @@ from storage.models import Clip
 from ui.main_window import settings_path
 from workbench.audio.playback import PlayerState
 from workbench.labels import LabelService
-from workbench.review import ReviewService, review_queue
+from workbench.review import ReviewService
 
 # The offscreen platform plugin reports this on every show(); it is not an application problem.
 pytestmark = pytest.mark.qt_log_ignore("does not support propagateSizeHints")
@@ -173,18 +173,76 @@ def test_closing_while_work_runs_cancels_cleanly(make_window, demo_store, qtbot)
     assert window.player_view.clip_id is None
 
 
+def _queue_by_rule(rows) -> list[str]:  # type: ignore[no-untyped-def]
+    """The review-queue rule, written out here from its specification (not review_queue):
+    unfinished clips first, then higher judge disagreement (none last), then |l − θ|
+    ascending (none last), then the key."""
+    def rank(row):  # type: ignore[no-untyped-def]
+        distance = None if row.localizability is None else abs(row.localizability - row.theta)
+        return (
+            row.review_status == "reviewed",
+            row.judge_disagreement is None,
+            -(row.judge_disagreement or 0.0),
+            distance is None,
+            distance or 0.0,
+            row.key,
+        )
+    return [row.key for row in sorted(rows, key=rank)]
+
+
 def test_review_queue_order_in_the_browser(make_window, demo_store) -> None:  # type: ignore[no-untyped-def]
+    me = LabelService(demo_store).ensure_annotator("tester")
+    LabelService(demo_store).set_clip_label(me.id, _clip_id(demo_store, "DEMO-0002"), decision="accept")
     window = make_window()
-    expected = [r.clip_id for r in review_queue(ReviewService(demo_store).clip_rows(window.annotator.id))]
-    assert window.browser.visible_clip_ids() == expected
-    window.browser.continent.setCurrentText("Europe")
-    assert [window.browser.model.rows[0].clip_id] and all(
-        r.continent == "Europe" for r in window.browser.model.rows if r.clip_id in window.browser.visible_clip_ids()
-    )
-    assert len(window.browser.visible_clip_ids()) == 2
-    window.browser.continent.setCurrentText("any")
-    window.browser.speech.setCurrentText("no")
-    assert {window.review.clip_detail(i).key for i in window.browser.visible_clip_ids()} == {"DEMO-0002", "DEMO-0004"}
+    browser = window.browser
+    rows = {row.key: row for row in ReviewService(demo_store).clip_rows(me.id)}
+    keys = {row.clip_id: key for key, row in rows.items()}
+
+    def shown() -> list[str]:
+        return [keys[i] for i in browser.visible_clip_ids()]
+
+    def expected(keep) -> list[str]:  # type: ignore[no-untyped-def]
+        return [key for key in _queue_by_rule(rows.values()) if keep(rows[key])]
+
+    # rule 1 puts the decided DEMO-0002 last; 0003 and 0004 tie on disagreement (1/3) and
+    # rule 3 puts 0003 (|l−θ| 1.68) before 0004 (2.10); 0001 has the least disagreement
+    assert rows["DEMO-0003"].judge_disagreement == rows["DEMO-0004"].judge_disagreement
+    assert _queue_by_rule(rows.values()) == ["DEMO-0003", "DEMO-0004", "DEMO-0001", "DEMO-0002"]
+    assert shown() == expected(lambda r: True)
+    browser.country.setCurrentText("Japan")
+    assert shown() == expected(lambda r: r.country == "Japan") == ["DEMO-0003"]
+    browser.country.setCurrentText("any")
+    browser.continent.setCurrentText("Europe")
+    assert shown() == expected(lambda r: r.continent == "Europe") == ["DEMO-0001", "DEMO-0002"]
+    browser.continent.setCurrentText("any")
+    browser.speech.setCurrentText("no")
+    assert shown() == expected(lambda r: r.speech is False) == ["DEMO-0004", "DEMO-0002"]
+    browser.speech.setCurrentText("any")
+    browser.status.setCurrentText("reviewed")
+    assert shown() == ["DEMO-0002"]
+    browser.status.setCurrentText("unreviewed")
+    assert shown() == expected(lambda r: r.review_status == "unreviewed") == ["DEMO-0003", "DEMO-0004", "DEMO-0001"]
+    browser.status.setCurrentText("any")
+    window.blind_action.setChecked(False)  # the disagreement filter is off in blind mode
+    browser.min_disagreement.setValue(0.2)
+    assert shown() == expected(lambda r: r.judge_disagreement >= 0.2) == ["DEMO-0003", "DEMO-0004", "DEMO-0002"]
+    browser.min_disagreement.setValue(0.3)
+    assert shown() == ["DEMO-0003", "DEMO-0004"]
+    browser.min_disagreement.setValue(0.0)
+    browser.max_distance.setValue(1.7)
+    assert shown() == expected(lambda r: abs(r.localizability - r.theta) <= 1.7) == ["DEMO-0003", "DEMO-0002"]
+    browser.min_disagreement.setValue(0.3)  # filters combine
+    assert shown() == ["DEMO-0003"]
+    browser.min_disagreement.setValue(0.0)
+    browser.max_distance.setValue(0.0)  # "any"
+    browser.flagged.setCurrentText("flagged")
+    assert shown() == expected(lambda r: bool(r.quality_flags)) == ["DEMO-0001"]
+    browser.flagged.setCurrentText("clean")
+    assert shown() == expected(lambda r: not r.quality_flags) == ["DEMO-0003", "DEMO-0004", "DEMO-0002"]
+    browser.flagged.setCurrentText("low_complexity")
+    assert browser.flagged.currentText() == "low_complexity" and shown() == ["DEMO-0001"]
+    browser.flagged.setCurrentText("any")
+    assert shown() == expected(lambda r: True)
 
 
 def _press(window, keys: str) -> None:  # type: ignore[no-untyped-def]
@@ -310,14 +368,18 @@ def test_grid_edits_polarities_with_undo(make_window, demo_store) -> None:  # ty
     assert model.index(row, column).data() == ""
     window.redo()
     assert pool()["/m/05kq4"] == "N" and model.index(row, column).data() == "N"
-    # the other clips show the pool-wide polarity too
-    other = _clip_id(demo_store, "DEMO-0004")
-    window.open_clip(other)
-    rows = {r.category_id: r for r in window.grid.grid_model.rows}
-    if "/m/05kq4" in rows:
-        assert rows["/m/05kq4"].expert_category_polarity == "N"
+    # the other clips show the pool-wide polarity too: DEMO-0004 has Bird (/m/015p6) as DEMO-0002 does
+    bird = [r.category_id for r in model.rows].index("/m/015p6")
+    assert model.setData(model.index(bird, column), "P")
+    window.open_clip(_clip_id(demo_store, "DEMO-0004"))
+    other_model = window.grid.grid_model
+    ids = [r.category_id for r in other_model.rows]
+    assert "/m/05kq4" not in ids and "/m/015p6" in ids
+    assert other_model.rows[ids.index("/m/015p6")].expert_category_polarity == "P"
+    assert other_model.index(ids.index("/m/015p6"), other_model.category_polarity_column).data() == "P"
+    assert other_model.index(ids.index("/m/03m9d0z"), other_model.category_polarity_column).data() == ""
     history = [h.action for h in labels.history(annotator_id=me)]
-    assert history[-5:] == ["do", "do", "undo", "undo", "redo"]
+    assert history[-6:] == ["do", "do", "undo", "undo", "redo", "do"]
 
 
 def test_polarity_delegate_offers_p_n_neutral_and_clear(make_window, demo_store, qtbot) -> None:  # type: ignore[no-untyped-def]

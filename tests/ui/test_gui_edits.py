@@ -1,0 +1,206 @@
+"""Edits that must not get lost or freeze the window, and views kept across reloads (pytest-qt, offscreen)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pyqtgraph as pg
+import pytest
+from PySide6.QtGui import QCloseEvent
+
+from storage.models import Clip
+from workbench.labels import INTERACTIVE_WAIT_S, LabelService
+from workbench.review import ReviewService
+
+pytestmark = pytest.mark.qt_log_ignore("does not support propagateSizeHints")
+
+
+def _clip_id(store, key: str) -> int:  # type: ignore[no-untyped-def]
+    return ReviewService(store, {}, {}).clip_id_for_key(key)
+
+
+class _Lock:
+    """Another process's write transaction on the project file (SQLite, WAL)."""
+
+    def __init__(self, path) -> None:  # type: ignore[no-untyped-def]
+        self.conn = sqlite3.connect(path, timeout=0.1)
+        self.conn.execute("BEGIN EXCLUSIVE")
+
+    def release(self) -> None:
+        self.conn.rollback()
+        self.conn.close()
+
+
+def _decision(store, clip_id: int, annotator_id: int) -> str | None:  # type: ignore[no-untyped-def]
+    labels = LabelService(store).clip_labels(clip_id, annotator_id)
+    return labels[0].decision if labels else None
+
+
+def test_an_edit_on_a_locked_project_stays_pending_and_is_saved_on_retry(make_window, demo_store, demo_db) -> None:  # type: ignore[no-untyped-def]
+    window = make_window()
+    clip_id = _clip_id(demo_store, "DEMO-0003")
+    window.open_clip(clip_id)
+    assert window.labels.write_wait_s == INTERACTIVE_WAIT_S  # fails fast instead of the store's 15 s
+    lock = _Lock(demo_db)
+    try:
+        window.clip_panel.decisionChanged.emit("accept")
+        assert len(window.stack.pending) == 1 and not window.banner.isHidden()
+        assert "locked" in window.banner.message.text()
+        assert _decision(demo_store, clip_id, window.annotator.id) is None
+    finally:
+        lock.release()
+    window.banner.retry.click()
+    assert window.stack.pending == [] and window.banner.isHidden()
+    assert _decision(demo_store, clip_id, window.annotator.id) == "accept"
+
+
+def test_closing_with_unsaved_edits_asks_and_keeps_them_unless_told(make_window, demo_store, demo_db, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    window = make_window()
+    window.show()
+    clip_id = _clip_id(demo_store, "DEMO-0002")
+    window.open_clip(clip_id)
+    answers: list[str] = []
+    monkeypatch.setattr(window, "ask_about_pending", lambda: answers.pop(0))
+    lock = _Lock(demo_db)
+    try:
+        window.clip_panel.decisionChanged.emit("reject")
+        assert len(window.stack.pending) == 1
+        answers.append("cancel")
+        event = QCloseEvent()
+        window.closeEvent(event)
+        assert not event.isAccepted() and window.isVisible() and len(window.stack.pending) == 1
+    finally:
+        lock.release()
+    answers.append("retry")
+    event = QCloseEvent()
+    window.closeEvent(event)
+    assert event.isAccepted() and answers == []
+    assert window.stack.pending == [] and _decision(demo_store, clip_id, window.annotator.id) == "reject"
+
+
+def test_closing_can_discard_unsaved_edits_on_request(make_window, demo_store, demo_db, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    window = make_window()
+    clip_id = _clip_id(demo_store, "DEMO-0002")
+    window.open_clip(clip_id)
+    asked: list[int] = []
+    monkeypatch.setattr(window, "ask_about_pending", lambda: asked.append(len(window.stack.pending)) or "discard")
+    lock = _Lock(demo_db)
+    try:
+        window.clip_panel.decisionChanged.emit("unsure")
+        event = QCloseEvent()
+        window.closeEvent(event)
+    finally:
+        lock.release()
+    assert asked == [1] and event.isAccepted()
+    assert _decision(demo_store, clip_id, window.annotator.id) is None
+
+
+def test_a_typed_note_is_saved_when_moving_to_the_next_clip(make_window, demo_store) -> None:  # type: ignore[no-untyped-def]
+    window = make_window()
+    first = window.browser.visible_clip_ids()[0]
+    window.open_clip(first)
+    window.clip_panel.note.setText("  distant church bells, Portuguese speech  ")  # typed, no Enter
+    window.step_clip(1)
+    assert window.detail.clip_id != first
+    labels = LabelService(demo_store).clip_labels(first, window.annotator.id)
+    assert labels and labels[0].note == "distant church bells, Portuguese speech"
+    assert window.clip_panel.note.text() == ""  # the next clip's own (empty) note
+    window.stack.undo()  # the note is an ordinary command
+    assert LabelService(demo_store).clip_labels(first, window.annotator.id)[0].note is None
+
+
+def test_a_clip_without_audio_keeps_its_tag_timeline_and_time_marks(make_window, demo_store) -> None:  # type: ignore[no-untyped-def]
+    clip_id = _clip_id(demo_store, "DEMO-0004")
+    with demo_store.write() as s:
+        s.get(Clip, clip_id).audio_path = "missing/DEMO-0004.wav"
+    window = make_window()
+    window.open_clip(clip_id)
+    view = window.player_view
+    assert window.detail.audio_path is None and window.detail.audio_problem
+    assert view.tags_image.image is not None and view.tags_image.image.shape[0] == len(window.detail.timelines) > 0
+    assert view.time_refs and len(view._ref_lines) == len(view.time_refs)
+    assert window.detail.audio_problem in view.direction_note.textItem.toPlainText()
+    assert view.spec_image.image is None  # nothing to show there
+
+
+def test_switching_the_axis_keeps_the_view_and_the_playhead(make_window, demo_store) -> None:  # type: ignore[no-untyped-def]
+    window = make_window()
+    window.open_clip(_clip_id(demo_store, "DEMO-0002"))
+    view = window.player_view
+    view.spec_plot.setXRange(2.0, 5.0, padding=0)
+    view.seek(3.25)
+    view.scale_box.setCurrentText("mel")
+    assert view.pyramid.params.scale == "mel" and view.spec_image.image.shape[0] == 128
+    (t0, t1), _ = view.spec_plot.getViewBox().viewRange()
+    assert t0 == pytest.approx(2.0, abs=1e-6) and t1 == pytest.approx(5.0, abs=1e-6)
+    assert view.player.position == pytest.approx(3.25, abs=1e-3)
+    # another clip opens as usual: whole clip, playhead at 0
+    window.open_clip(_clip_id(demo_store, "DEMO-0004"))
+    (t0, t1), _ = view.spec_plot.getViewBox().viewRange()
+    assert t0 == pytest.approx(0.0, abs=1e-6) and t1 == pytest.approx(view.duration, rel=1e-6)
+    assert view.player.position == 0.0
+
+
+class _Drag:
+    """The parts of pyqtgraph's MouseDragEvent a view box reads."""
+
+    def __init__(self, box, t0: float, t1: float, *, shift: bool, finish: bool) -> None:  # type: ignore[no-untyped-def]
+        from PySide6.QtCore import QPointF
+
+        self._down = box.mapViewToScene(QPointF(t0, 0.0))
+        self._now = box.mapViewToScene(QPointF(t1, 0.0))
+        self._shift, self._finish = shift, finish
+        self.accepted = False
+
+    def button(self):  # type: ignore[no-untyped-def]
+        from PySide6.QtCore import Qt
+
+        return Qt.MouseButton.LeftButton
+
+    def modifiers(self):  # type: ignore[no-untyped-def]
+        from PySide6.QtCore import Qt
+
+        return Qt.KeyboardModifier.ShiftModifier if self._shift else Qt.KeyboardModifier.NoModifier
+
+    def buttonDownScenePos(self, button=None):  # type: ignore[no-untyped-def]  # noqa: N802
+        return self._down
+
+    def scenePos(self):  # type: ignore[no-untyped-def]  # noqa: N802
+        return self._now
+
+    def isFinish(self) -> bool:  # noqa: N802
+        return self._finish
+
+    def accept(self) -> None:
+        self.accepted = True
+
+
+def test_shift_drag_selects_the_loop_region_and_a_plain_drag_does_not(make_window, demo_store, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    window = make_window()
+    window.resize(1400, 900)
+    window.show()
+    window.open_clip(_clip_id(demo_store, "DEMO-0002"))
+    view = window.player_view
+    box = view.wave_plot.getViewBox()
+    box.mouseDragEvent(_Drag(box, 6.0, 2.5, shift=True, finish=False))  # dragged leftwards, still moving
+    assert view.loop_region.isVisible() and view.player.loop is None
+    lo, hi = view.loop_region.getRegion()
+    assert lo == pytest.approx(2.5, abs=0.05) and hi == pytest.approx(6.0, abs=0.05)
+    box.mouseDragEvent(_Drag(box, 6.0, 2.5, shift=True, finish=True))
+    assert view.player.loop == pytest.approx((lo, hi), abs=1e-6)
+    window.player_view.toggle_loop()  # L stops the loop
+    assert view.player.loop is None and not view.loop_region.isVisible()
+    # without Shift a drag is pyqtgraph's own (it pans the shared time axis) and selects nothing
+    panned: list[object] = []
+    monkeypatch.setattr(pg.ViewBox, "mouseDragEvent", lambda self, ev, axis=None: panned.append(ev))
+    box.mouseDragEvent(_Drag(box, 4.0, 3.0, shift=False, finish=True))
+    assert len(panned) == 1 and view.player.loop is None and not view.loop_region.isVisible()
+
+
+def test_direction_axis_title_is_short_and_the_full_wording_is_kept(make_window, demo_store) -> None:  # type: ignore[no-untyped-def]
+    window = make_window()
+    window.open_clip(_clip_id(demo_store, "DEMO-0004"))  # ambiX, azimuth × time
+    axis = window.player_view.direction_plot.getAxis("left")
+    assert axis.labelText == "azimuth °"
+    assert axis.toolTip() == "azimuth (°, +90 = left)"
+    assert "+90 = left" in window.player_view.direction_note.textItem.toPlainText()
