@@ -13,6 +13,11 @@ judge disagreement
     Each judge counts with its latest run (highest run id) that judged the clip.
 consensus
     The mean of the valid judge scores divided by 3 (curation-model.md section 3).
+judges of one ALM (clip detail)
+    Each judge run records the ALM whose reasoning it read (``JudgeRun.alm_run_id``). A
+    clip's detail shows its judges for one chosen ALM (:meth:`ClipDetail.for_alm`): each
+    judge with its latest run on that ALM (runs that recorded no ALM count for every ALM),
+    so evidence quotes always refer to the reasoning shown next to them.
 review status (for one annotator)
     ``reviewed`` when the annotator recorded a decision for the clip, ``in progress``
     when they recorded any other label for it, else ``unreviewed``.
@@ -25,7 +30,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -130,12 +135,16 @@ class TimelineView:
 
 @dataclass(frozen=True)
 class JudgmentView:
+    """One judge's verdict on one category; ``alm_run_id`` is the ALM whose reasoning the
+    judge's run read (None when the run did not record it)."""
+
     judge_name: str
     judge_run_id: int
     contribution: int | None
     effect: str | None
     evidence: str | None
     status: str
+    alm_run_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -155,6 +164,10 @@ class CategoryRow:
     that run applied), ``fitted_polarity`` the one fitted from the data; ``expert_polarity``
     is the expert's per-clip polarity for this category and ``expert_category_polarity`` the
     expert's pool-wide override (curation-model.md section 4; None = none set).
+
+    ``alm_judgments`` holds every judge's latest run per ALM on this clip; ``judgments``
+    (judge name → view) and ``consensus`` are those of the detail's ALM only
+    (:meth:`ClipDetail.for_alm`).
     """
 
     category_id: str
@@ -170,6 +183,7 @@ class CategoryRow:
     expert_polarity: str | None
     other_experts: tuple[ExpertLabelView, ...]
     expert_category_polarity: str | None = None
+    alm_judgments: tuple[JudgmentView, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -181,7 +195,11 @@ class ClipLabelState:
 
 @dataclass(frozen=True)
 class ClipDetail:
-    """Everything the evidence panels show for one clip."""
+    """Everything the evidence panels show for one clip.
+
+    ``alm_run_id`` is the ALM whose judges ``judge_names`` and the categories' ``judgments``
+    and ``consensus`` refer to (see :meth:`for_alm`); None only for a clip without predictions.
+    """
 
     clip_id: int
     key: str
@@ -212,12 +230,51 @@ class ClipDetail:
     theta: float
     quality_flags: tuple[str, ...]
     quality: dict[str, float | None] = field(default_factory=dict)
+    alm_run_id: int | None = None
 
     def category(self, category_id: str) -> CategoryRow:
         for row in self.categories:
             if row.category_id == category_id:
                 return row
         raise KeyError(category_id)
+
+    @property
+    def prediction(self) -> PredictionView | None:
+        """The prediction of the detail's ALM (None without one)."""
+        for prediction in self.predictions:
+            if prediction.alm_run_id == self.alm_run_id:
+                return prediction
+        return None
+
+    def for_alm(self, alm_run_id: int | None) -> ClipDetail:
+        """This detail with the judges, their verdicts and the consensus of one ALM.
+
+        Each judge counts with its latest run on ``alm_run_id`` (a run that recorded no ALM
+        counts for every ALM); judges that only read another ALM's reasoning are left out.
+
+        Parameters
+        ----------
+        alm_run_id
+            One of the clip's predictions' ALM runs; None (a clip without predictions) takes
+            each judge's latest run whatever its ALM.
+
+        Raises
+        ------
+        KeyError
+            If the clip has no prediction of ``alm_run_id``.
+        """
+        if alm_run_id is not None and all(p.alm_run_id != alm_run_id for p in self.predictions):
+            raise KeyError(alm_run_id)
+        latest_run: dict[str, int] = {}
+        for row in self.categories:
+            for view in row.alm_judgments:
+                if alm_run_id is None or view.alm_run_id in (alm_run_id, None):
+                    latest_run[view.judge_name] = max(latest_run.get(view.judge_name, -1), view.judge_run_id)
+        categories = []
+        for row in self.categories:
+            views = {v.judge_name: v for v in row.alm_judgments if latest_run.get(v.judge_name) == v.judge_run_id}
+            categories.append(replace(row, judgments=views, consensus=_consensus(views.values())))
+        return replace(self, categories=tuple(categories), judge_names=tuple(sorted(latest_run)), alm_run_id=alm_run_id)
 
 
 @dataclass(frozen=True)
@@ -312,6 +369,23 @@ def _finite(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
+def _consensus(views: Iterable[JudgmentView]) -> float | None:
+    """The mean valid judge score divided by 3 (module docstring); None without one."""
+    valid = [v.contribution for v in views if v.status == "ok" and v.contribution is not None]
+    return sum(valid) / len(valid) / 3.0 if valid else None
+
+
+def default_alm_run_id(predictions: Sequence[PredictionView], judged: Iterable[int | None]) -> int | None:
+    """The ALM a clip's detail shows first: the first prediction (by model name) whose ALM
+    has judge runs on the clip (``judged``: the ALM run ids of those runs), else the first
+    prediction; None without predictions."""
+    judged_ids = set(judged)
+    for prediction in predictions:
+        if prediction.alm_run_id in judged_ids:
+            return prediction.alm_run_id
+    return predictions[0].alm_run_id if predictions else None
+
+
 class ReviewService:
     """Read-side queries of the review workbench.
 
@@ -377,6 +451,20 @@ class ReviewService:
             slot = (judgment.clip_id, judge_name)
             latest_run[slot] = max(latest_run.get(slot, -1), judgment.judge_run_id)
         return [(j, n) for j, n in rows if j.judge_run_id == latest_run[(j.clip_id, n)]]
+
+    @staticmethod
+    def _latest_judgments_per_alm(s: Any, clip_id: int) -> list[tuple[Judgment, str, int | None]]:
+        """One clip's judgments with judge name and ALM run: each judge's latest run per ALM."""
+        rows = s.exec(
+            select(Judgment, JudgeRun.judge_name, JudgeRun.alm_run_id)
+            .join(JudgeRun, Judgment.judge_run_id == JudgeRun.id)
+            .where(Judgment.clip_id == clip_id)
+        ).all()
+        latest_run: dict[tuple[str, int | None], int] = {}
+        for judgment, judge_name, alm_run_id in rows:
+            slot = (judge_name, alm_run_id)
+            latest_run[slot] = max(latest_run.get(slot, -1), judgment.judge_run_id)
+        return [(j, n, a) for j, n, a in rows if j.judge_run_id == latest_run[(n, a)]]
 
     # ------------------------------------------------------------------ browser rows
 
@@ -479,7 +567,7 @@ class ReviewService:
                 run_roots = dict((tagger.parameters or {}).get("class_roots", {}))
             params = (tagger.parameters or {}) if tagger else {}
             tau = float(params.get("tau", DEFAULT_TAU))
-            judgments = self._latest_judgments(s, [clip_id])
+            judgments = self._latest_judgments_per_alm(s, clip_id)
             curation = self._latest_curation_run(s)
             theta = float((curation.parameters or {}).get("theta", DEFAULT_THETA)) if curation else DEFAULT_THETA
             clip_result = None
@@ -517,15 +605,17 @@ class ReviewService:
         )
         tag_probability = {t.audioset_id: t.probability for t in tags}
         detected = [t.audioset_id for t in tags if t.probability >= tau][: int(params.get("top_n", DEFAULT_TOP_N))]
-        by_category: dict[str, dict[str, JudgmentView]] = defaultdict(dict)
-        for judgment, judge_name in judgments:
-            by_category[judgment.category_id][judge_name] = JudgmentView(
-                judge_name, judgment.judge_run_id, judgment.contribution, judgment.effect, judgment.evidence, judgment.status
+        by_category: dict[str, list[JudgmentView]] = defaultdict(list)
+        for judgment, judge_name, alm_run_id in sorted(judgments, key=lambda t: (t[1], t[0].judge_run_id)):
+            by_category[judgment.category_id].append(
+                JudgmentView(
+                    judge_name, judgment.judge_run_id, judgment.contribution, judgment.effect, judgment.evidence,
+                    judgment.status, alm_run_id,
+                )
             )
         for category_id in by_category:
             if category_id not in detected:
                 detected.append(category_id)
-        judge_names = tuple(sorted({name for _j, name in judgments}))
         own = {l.category_id: l for l in category_labels if l.annotator_id == annotator_id}
         others: dict[str, list[ExpertLabelView]] = defaultdict(list)
         for label in category_labels:
@@ -541,8 +631,6 @@ class ReviewService:
                 )
         categories = []
         for category_id in sorted(detected, key=lambda c: (-(tag_probability.get(c) or 0.0), c)):
-            views = by_category.get(category_id, {})
-            valid = [v.contribution for v in views.values() if v.status == "ok" and v.contribution is not None]
             result = category_results.get(category_id)
             mine = own.get(category_id)
             categories.append(
@@ -551,8 +639,8 @@ class ReviewService:
                     name=self._name(category_id, run_names),
                     root=self._root(category_id, run_roots),
                     tag_probability=tag_probability.get(category_id),
-                    judgments=dict(views),
-                    consensus=(sum(valid) / len(valid) / 3.0) if valid else None,
+                    judgments={},  # filled for the shown ALM by ClipDetail.for_alm below
+                    consensus=None,
                     fitted_polarity=result.fitted_polarity if result else None,
                     polarity=result.polarity if result else None,
                     expert_contribution=mine.contribution if mine else None,
@@ -560,6 +648,7 @@ class ReviewService:
                     expert_polarity=mine.polarity if mine else None,
                     other_experts=tuple(others.get(category_id, ())),
                     expert_category_polarity=own_polarities.get(category_id),
+                    alm_judgments=tuple(by_category.get(category_id, ())),
                 )
             )
         own_label = ClipLabelState()
@@ -578,7 +667,7 @@ class ReviewService:
                 "clipping_ratio": quality_row.clipping_ratio,
                 "aci": quality_row.aci,
             }
-        return ClipDetail(
+        detail = ClipDetail(
             clip_id=clip.id,
             key=clip.key,
             title=clip.title or "",
@@ -599,7 +688,7 @@ class ReviewService:
             tags=tag_views,
             timelines=timeline_views,
             categories=tuple(categories),
-            judge_names=judge_names,
+            judge_names=(),
             own_label=own_label,
             other_clip_labels=tuple(other_clip_labels),
             localizability=clip_result.localizability if clip_result else None,
@@ -609,6 +698,7 @@ class ReviewService:
             quality_flags=_flag_names(clip_result.quality_flags if clip_result else None),
             quality=quality,
         )
+        return detail.for_alm(default_alm_run_id(prediction_views, (a for _j, _n, a in judgments)))
 
     def audio_source(self, clip_id: int) -> AudioSource:
         """Where a clip's recording is and how it is laid out: two small queries, for opening
