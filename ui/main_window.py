@@ -63,7 +63,6 @@ def open_settings() -> QSettings:
     return settings
 
 
-
 @dataclass(frozen=True)
 class _ViewState:
     """The visible span, playhead and playback of a clip, kept across a reload of its spectrogram."""
