@@ -163,14 +163,37 @@ def test_fast_switching_never_shows_a_stale_clip(make_window, demo_store, qtbot)
     assert window.detail.key == keys[-1]
 
 
-def test_closing_while_work_runs_cancels_cleanly(make_window, demo_store, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_closing_while_work_runs_cancels_cleanly(make_window, demo_store, qtbot, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Close while the worker is inside the playback decode: the job stops at its next
+    checkpoint (no direction analysis, no result delivered) and the thread is joined."""
+    import threading
+
+    import ui.workers
+    import workbench.audio.loader as loader_module
+
+    real_load = loader_module.load_audio
+    inside, release = threading.Event(), threading.Event()
+    analysed: list[object] = []
+
+    def slow_load(path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        inside.set()
+        release.wait(5.0)
+        return real_load(path, *args, **kwargs)
+
+    monkeypatch.setattr(loader_module, "load_audio", slow_load)
+    monkeypatch.setattr(ui.workers, "direction_image", lambda *a, **k: analysed.append(a))
     window = make_window(force_sync=False)
+    delivered: list[str] = []
+    window.loader.loaded.connect(lambda result: delivered.append(result.stage))
     window.open_clip(_clip_id(demo_store, "DEMO-0004"))
+    qtbot.waitUntil(inside.is_set, timeout=10_000)  # the job is decoding for playback now
+    threading.Timer(0.2, release.set).start()  # the decode ends while close() waits for the thread
     window.close()
     assert not window.loader.busy
     assert window.loader._pool.activeThreadCount() == 0  # noqa: SLF001 - joined
     qtbot.wait(50)
-    assert window.player_view.clip_id is None
+    assert analysed == [] and "complete" not in delivered  # stopped at the checkpoint after the decode
+    assert window.player_view.clip_id is None  # nothing was handed to the player
 
 
 def _queue_by_rule(rows) -> list[str]:  # type: ignore[no-untyped-def]
