@@ -440,31 +440,26 @@ class ReviewService:
         return s.exec(select(CurationRun).order_by(col(CurationRun.id).desc())).first()
 
     @staticmethod
-    def _latest_judgments(s: Any, clip_ids: Sequence[int] | None) -> list[tuple[Judgment, str]]:
-        """Judgments with their judge name, only each judge's latest run per clip."""
-        query = select(Judgment, JudgeRun.judge_name).join(JudgeRun, Judgment.judge_run_id == JudgeRun.id)
+    def _latest_judgments(
+        s: Any, clip_ids: Sequence[int] | None, *, per_alm: bool = False
+    ) -> list[tuple[Judgment, str, int | None]]:
+        """Judgments with their judge name and ALM run, only each judge's latest run per clip
+        (``per_alm``: per clip and ALM, for the clip detail's ALM choice)."""
+        query = select(Judgment, JudgeRun.judge_name, JudgeRun.alm_run_id).join(
+            JudgeRun, Judgment.judge_run_id == JudgeRun.id
+        )
         if clip_ids is not None:
             query = query.where(col(Judgment.clip_id).in_(list(clip_ids)))
         rows = s.exec(query).all()
-        latest_run: dict[tuple[int, str], int] = {}
-        for judgment, judge_name in rows:
-            slot = (judgment.clip_id, judge_name)
-            latest_run[slot] = max(latest_run.get(slot, -1), judgment.judge_run_id)
-        return [(j, n) for j, n in rows if j.judge_run_id == latest_run[(j.clip_id, n)]]
 
-    @staticmethod
-    def _latest_judgments_per_alm(s: Any, clip_id: int) -> list[tuple[Judgment, str, int | None]]:
-        """One clip's judgments with judge name and ALM run: each judge's latest run per ALM."""
-        rows = s.exec(
-            select(Judgment, JudgeRun.judge_name, JudgeRun.alm_run_id)
-            .join(JudgeRun, Judgment.judge_run_id == JudgeRun.id)
-            .where(Judgment.clip_id == clip_id)
-        ).all()
-        latest_run: dict[tuple[str, int | None], int] = {}
-        for judgment, judge_name, alm_run_id in rows:
-            slot = (judge_name, alm_run_id)
-            latest_run[slot] = max(latest_run.get(slot, -1), judgment.judge_run_id)
-        return [(j, n, a) for j, n, a in rows if j.judge_run_id == latest_run[(n, a)]]
+        def slot(judgment: Judgment, name: str, alm_run_id: int | None) -> tuple[Any, ...]:
+            return (judgment.clip_id, name, alm_run_id) if per_alm else (judgment.clip_id, name)
+
+        latest_run: dict[tuple[Any, ...], int] = {}
+        for row in rows:
+            key = slot(*row)
+            latest_run[key] = max(latest_run.get(key, -1), row[0].judge_run_id)
+        return [(j, n, a) for j, n, a in rows if j.judge_run_id == latest_run[slot(j, n, a)]]
 
     # ------------------------------------------------------------------ browser rows
 
@@ -490,7 +485,7 @@ class ReviewService:
                 ):
                     speech_tag[clip_id] = probability
             scores: dict[int, dict[str, list[int | None]]] = defaultdict(lambda: defaultdict(list))
-            for judgment, _name in self._latest_judgments(s, None):
+            for judgment, _name, _alm in self._latest_judgments(s, None):
                 if judgment.status == "ok":
                     scores[judgment.clip_id][judgment.category_id].append(judgment.contribution)
             decided: set[int] = set()
@@ -567,7 +562,7 @@ class ReviewService:
                 run_roots = dict((tagger.parameters or {}).get("class_roots", {}))
             params = (tagger.parameters or {}) if tagger else {}
             tau = float(params.get("tau", DEFAULT_TAU))
-            judgments = self._latest_judgments_per_alm(s, clip_id)
+            judgments = self._latest_judgments(s, [clip_id], per_alm=True)
             curation = self._latest_curation_run(s)
             theta = float((curation.parameters or {}).get("theta", DEFAULT_THETA)) if curation else DEFAULT_THETA
             clip_result = None
