@@ -55,10 +55,54 @@ for _module in (data_cmds, label_cmds, audio_cmds, tagging_cmds, judge_cmds, cur
     _module.register(app)
 
 
+# The root callback's options and whether each takes a value.
+_GLOBAL_OPTIONS = {"--db": True, "--annotator": True, "--json": False, "--verbose": False, "-v": False}
+
+
+def hoist_global_options(argv: list[str]) -> list[str]:
+    """Move the global options to the front, wherever they were typed (cli.md: before or after).
+
+    The command tree is walked with click's own view of each command, so a value of a
+    command's option that happens to look like a global flag (``--note --json``) stays a value.
+    Nothing after ``--`` is touched.
+    """
+    # Typer ships its own copy of click, so the tree is read by duck typing, not isinstance.
+    command = typer.main.get_command(app)
+    hoisted: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        if token == "--":
+            rest.extend(argv[i:])
+            break
+        name = token.split("=", 1)[0]
+        if name in _GLOBAL_OPTIONS:
+            takes_value = _GLOBAL_OPTIONS[name] and "=" not in token
+            hoisted.extend(argv[i : i + (2 if takes_value else 1)])
+            i += 2 if takes_value else 1
+            continue
+        rest.append(token)
+        if token.startswith("-") and "=" not in token:
+            option = next(
+                (p for p in command.params if p.param_type_name == "option" and token in p.opts + p.secondary_opts),
+                None,
+            )
+            if option is not None and not option.is_flag and not option.count and option.nargs > 0:
+                rest.extend(argv[i + 1 : i + 1 + option.nargs])
+                i += 1 + option.nargs
+                continue
+        elif token in getattr(command, "commands", {}):
+            command = command.commands[token]
+        i += 1
+    return hoisted + rest
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: handled errors print one line on stderr and exit 1."""
     try:
-        app(args=argv, standalone_mode=True)
+        args = hoist_global_options(list(sys.argv[1:] if argv is None else argv))
+        app(args=args, standalone_mode=True)
     except SystemExit as exc:
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 1)
