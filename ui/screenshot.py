@@ -9,17 +9,24 @@ from PySide6.QtCore import QCoreApplication, QEventLoop
 from storage import open_store
 from workbench.audio.playback import NullSink, Player
 from workbench.errors import AglwError
-from workbench.labels import LabelService
+from workbench.labels import AnnotatorInfo, LabelService
 
 
 def render_screenshot(db: str, clip_key: str, out: Path, size: tuple[int, int] = (1600, 1000),
-                      annotator: str = "screenshot", view: str = "review") -> Path:
+                      annotator: str | None = None, view: str = "review", *, overwrite: bool = False) -> Path:
     """Open ``clip_key`` of project ``db`` in the main window and save ``window.grab()`` as PNG.
 
     The clip's audio is loaded synchronously so the picture shows the spectrogram and
     direction view; nothing is played (a silent sink). ``view`` other than ``review`` saves
     that cockpit view (curation, map, selection, leaderboard, agreement) instead, with the clip open.
+
+    Rendering writes nothing to the project: the window sees it as ``annotator`` when that
+    expert exists, else as a viewer who is not stored (no annotator row is added). An existing
+    ``out`` is refused unless ``overwrite``.
     """
+    out = Path(out)
+    if out.exists() and not overwrite:
+        raise AglwError(f"{out} exists; pass --force to replace it, or choose another --out")
     from ui.app import ensure_application
     from ui.main_window import MainWindow
 
@@ -27,14 +34,15 @@ def render_screenshot(db: str, clip_key: str, out: Path, size: tuple[int, int] =
     store = open_store(db)
     window = None
     try:
-        info = LabelService(store).ensure_annotator(annotator)
+        info = LabelService(store).find_annotator(annotator) if annotator else None
+        if info is None:
+            info = AnnotatorInfo(id=-1, name=annotator or "screenshot", role="expert", pseudonym="viewer")
         window = MainWindow(store, info, player=Player(NullSink()), force_sync=True)
         window.resize(*size)
         window.show()
         window.open_clip(window.review.clip_id_for_key(clip_key))
         for _ in range(3):
             app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
-        out = Path(out)
         out.parent.mkdir(parents=True, exist_ok=True)
         target = window if view == "review" else window.cockpit.detach(view, size)
         for _ in range(3):

@@ -222,6 +222,12 @@ class LabelService:
 
     # ------------------------------------------------------------------ annotators
 
+    def find_annotator(self, name: str) -> AnnotatorInfo | None:
+        """The annotator called ``name``, or None; reads only (never adds one)."""
+        with self.store.session() as s:
+            found = s.exec(select(Annotator).where(Annotator.name == name.strip())).first()
+        return None if found is None else _annotator_info(found)
+
     def ensure_annotator(self, name: str, role: str = "expert") -> AnnotatorInfo:
         """Return the annotator called ``name``, creating it (with a pseudonym) if new."""
         name = name.strip()

@@ -31,6 +31,27 @@ def test_screenshot_of_a_demo_clip(qapp, demo_db, tmp_path, capsys) -> None:  # 
     assert_not_blank(out)
 
 
+def test_screenshot_writes_nothing_to_the_project_and_refuses_to_overwrite(qapp, demo_db, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    import sqlite3
+
+    def annotators() -> list[str]:
+        with sqlite3.connect(demo_db) as con:
+            return sorted(name for (name,) in con.execute("select name from annotator"))
+
+    before = annotators()
+    out = tmp_path / "shot.png"
+    assert main(["--db", str(demo_db), "screenshot", "--clip", "DEMO-0001", "--out", str(out), "--size", "800x600"]) == 0
+    assert annotators() == before and "screenshot" not in before
+    stamp = out.read_bytes()
+    assert main(["--db", str(demo_db), "screenshot", "--clip", "DEMO-0002", "--out", str(out)]) == 1
+    assert "exists; pass --force" in capsys.readouterr().err and out.read_bytes() == stamp
+    assert main(["--db", str(demo_db), "screenshot", "--clip", "DEMO-0002", "--out", str(out), "--force",
+                 "--size", "800x600"]) == 0
+    assert out.read_bytes() != stamp
+    assert main(["--db", str(tmp_path / "typo.sqlite"), "screenshot", "--clip", "DEMO-0001", "--out", str(tmp_path / "y.png")]) == 1
+    assert "no project at" in capsys.readouterr().err and not (tmp_path / "typo.sqlite").exists()
+
+
 def test_screenshot_errors(qapp, demo_db, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     assert main(["--db", str(demo_db), "screenshot", "--clip", "NOPE", "--out", str(tmp_path / "x.png")]) == 1
     assert "no clip with key 'NOPE'" in capsys.readouterr().err

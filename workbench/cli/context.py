@@ -8,6 +8,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
@@ -16,6 +17,34 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from storage import Store, open_store
 from workbench.config import Settings, default_db_location
+from workbench.errors import AglwError
+
+# The commands that may create a project file; every other command needs an existing one.
+CREATING_COMMANDS = ("`aglw import dataset`", "`aglw demo`")
+
+
+def project_file_missing(db: str) -> Path | None:
+    """The SQLite file ``db`` names when it does not exist (None for an existing file or a server URL)."""
+    text = str(db)
+    if text.startswith("sqlite:///"):
+        text = text[len("sqlite:///"):]
+    elif "://" in text:
+        return None
+    if text in ("", ":memory:"):
+        return None
+    path = Path(text).expanduser()
+    return None if path.exists() else path
+
+
+def require_project(db: str) -> str:
+    """``db`` itself, or a handled error when it names a SQLite file that does not exist."""
+    missing = project_file_missing(db)
+    if missing is not None:
+        raise AglwError(
+            f"no project at {missing}: check --db (or $AGLW_DB); "
+            f"only {' and '.join(CREATING_COMMANDS)} create a project"
+        )
+    return db
 
 T = TypeVar("T")
 
@@ -31,16 +60,23 @@ class AppContext:
     annotator: str | None = None
     _store: Store | None = None
 
-    def store(self) -> Store:
-        """Open the project store once per invocation (creating or migrating it)."""
+    def store(self, *, create: bool = False, dry_run: bool = False) -> Store:
+        """Open the project store once per invocation (migrating it if older).
+
+        A SQLite project that does not exist is an error (a mistyped ``--db`` must not
+        silently start an empty project) unless the command creates projects (``create``).
+        A dry run never writes: on a project that does not exist yet it validates against an
+        empty in-memory project instead of creating the file.
+        """
         if self._store is None:
-            self._store = open_store(self.db)
+            if dry_run and project_file_missing(self.db) is not None:
+                self._store = open_store("sqlite://")
+            else:
+                self._store = open_store(self.db if create else require_project(self.db))
         return self._store
 
     def annotator_name(self) -> str:
         """``--annotator``, else the configured default; a handled error when neither is set."""
-        from workbench.errors import AglwError
-
         name = self.annotator or Settings.load().annotator
         if not name:
             raise AglwError("no annotator: pass --annotator NAME or set `annotator` in config.toml")

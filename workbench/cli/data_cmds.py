@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from workbench.cli.context import app_context, emit_json, say
+from workbench.cli.context import app_context, emit_json, project_file_missing, say
 from workbench.errors import AglwError
 from workbench.importing import ImportReport, import_dataset, import_predictions
 from workbench.metrics.core import METRIC_KEYS, PROFILES
@@ -59,11 +59,21 @@ def import_dataset_cmd(
     dry_run: bool = typer.Option(False, "--dry-run", help="Validate and report; store nothing."),
     name: Optional[str] = typer.Option(None, "--name", help="Dataset name (default: the file name)."),
 ) -> None:
-    """Import a dataset CSV; all or nothing."""
+    """Import a dataset CSV; all or nothing. Creates the project file if it does not exist."""
     app = app_context(ctx)
-    report = import_dataset(
-        app.store(), file, format=format, name=name, media_root=media_root, dry_run=dry_run
-    )
+    new_file = None if dry_run else project_file_missing(app.db)
+    try:
+        report = import_dataset(
+            app.store(create=True, dry_run=dry_run), file, format=format, name=name, media_root=media_root,
+            dry_run=dry_run,
+        )
+    except BaseException:
+        # All or nothing: a failed first import leaves no empty project file behind either.
+        if new_file is not None:
+            app.close()
+            for leftover in (new_file, *(new_file.with_name(new_file.name + s) for s in ("-wal", "-shm"))):
+                leftover.unlink(missing_ok=True)
+        raise
     _show_report(report, app.json)
 
 
@@ -84,7 +94,7 @@ def import_predictions_cmd(
     """Import ALM result records (JSON Lines or JSON array); all or nothing."""
     app = app_context(ctx)
     report = import_predictions(
-        app.store(),
+        app.store(dry_run=dry_run),
         model,
         file,
         dry_run=dry_run,

@@ -13,7 +13,7 @@ from typing import Optional
 
 import typer
 
-from workbench.cli.context import app_context, emit_json, say
+from workbench.cli.context import app_context, emit_json, require_project, say
 from workbench.errors import AglwError
 
 
@@ -43,7 +43,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Open the desktop review workbench."""
         context = app_context(ctx)
-        code = importlib.import_module("ui.app").run_gui(db or context.db, context.annotator, clip_key=clip)
+        code = importlib.import_module("ui.app").run_gui(require_project(db or context.db), context.annotator, clip_key=clip)
         raise typer.Exit(code)
 
     @app.command("screenshot")
@@ -55,6 +55,7 @@ def register(app: typer.Typer) -> None:
         view: str = typer.Option(
             "review", "--view", help="What to render: review|curation|map|selection|leaderboard|agreement."
         ),
+        force: bool = typer.Option(False, "--force", help="Replace FILE if it exists."),
     ) -> None:
         """Render the main window with a clip open, off-screen, to a PNG."""
         context = app_context(ctx)
@@ -62,7 +63,8 @@ def register(app: typer.Typer) -> None:
         if view not in SCREENSHOT_VIEWS:
             raise AglwError(f"--view {view!r}: use one of {'|'.join(SCREENSHOT_VIEWS)}")
         path = importlib.import_module("ui.screenshot").render_screenshot(
-            context.db, clip, out, (width, height), annotator=context.annotator or "screenshot", view=view
+            require_project(context.db), clip, out, (width, height), annotator=context.annotator, view=view,
+            overwrite=force,
         )
         if context.json:
             emit_json({"clip": clip, "out": str(path), "width": width, "height": height, "view": view})
