@@ -54,3 +54,12 @@ def test_dry_runs_create_no_file_and_a_failed_first_import_leaves_none(tmp_path:
     assert main(["--db", str(tmp_path / "other.sqlite"), "import", "predictions", "--model", "m", str(preds)]) == 1
     assert "no project at" in capsys.readouterr().err and not (tmp_path / "other.sqlite").exists()
     assert db.stat().st_size == size
+
+
+def test_results_go_to_stdout_and_diagnostics_to_stderr(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    db = tmp_path / "p.sqlite"
+    assert main(["--db", str(db), "import", "dataset", str(_csv(tmp_path))]) == 0
+    capsys.readouterr()
+    assert main(["--db", str(db), "check", "locations"]) == 0
+    captured = capsys.readouterr()
+    assert "1 clips checked" in captured.out and captured.err == ""

@@ -238,7 +238,7 @@ def test_cli_import_dataset(sqlite_path, tmp_path, capsys):
     assert out["details"]["empty_continent_keys"] == ["aporee_2_1002"]
     rc = main(["--db", str(sqlite_path), "import", "dataset", str(path), "--name", "toy"])
     assert rc == 0
-    assert "clips stored 2" in capsys.readouterr().err
+    assert "clips stored 2" in capsys.readouterr().out  # the summary is the result: stdout
     bad = write_csv(tmp_path / "bad.csv", [clip_row(1, latitude="95")])
     rc = main(["--db", str(sqlite_path), "import", "dataset", str(bad), "--name", "bad"])
     assert rc == 1

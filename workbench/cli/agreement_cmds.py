@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from workbench.cli.context import app_context, emit_json, say
+from workbench.cli.context import app_context, emit_json, say, show
 from workbench.errors import AglwError
 
 
@@ -63,7 +63,7 @@ def register(app: typer.Typer) -> None:
         if context.json:
             emit_json({"out": str(out), **manifest.to_dict()})
         else:
-            say(f"wrote {len(manifest.files) + 1} files to {out} ({manifest.n_ratings} ratings, "
+            show(f"wrote {len(manifest.files) + 1} files to {out} ({manifest.n_ratings} ratings, "
                 f"fingerprint {manifest.data_fingerprint[:12]})")
 
 
@@ -71,10 +71,10 @@ def _print_ratings(result: dict) -> None:
     def fmt(value: object) -> str:
         return "undefined" if value is None else f"{value:.4f}"
 
-    say(f"units: {result['n_units']}, raters: {', '.join(result['raters'])}")
+    show(f"units: {result['n_units']}, raters: {', '.join(result['raters'])}")
     for key in ("percent_agreement", "fleiss_kappa", "krippendorff_alpha", "gwet_ac1", "icc2_1", "icc3_1"):
         if key in result:
-            say(f"{key}: {fmt(result[key])}")
+            show(f"{key}: {fmt(result[key])}")
     for key in ("cohen_kappa", "weighted_kappa_linear", "weighted_kappa_quadratic"):
         for pair, value in result.get(key, {}).items():
-            say(f"{key} {pair}: {fmt(value)}")
+            show(f"{key} {pair}: {fmt(value)}")

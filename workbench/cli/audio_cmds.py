@@ -13,7 +13,7 @@ from typing import Optional
 import typer
 
 from workbench.audio.fetch import AGL1K_URL
-from workbench.cli.context import app_context, emit_json, progress_bar, say
+from workbench.cli.context import app_context, emit_json, progress_bar, show
 from workbench.errors import AglwError
 
 
@@ -36,18 +36,18 @@ def analyze_command(
         return
     quality = result["quality"]
     rms = quality["rms_dbfs"]
-    say(f"{result['path']}")
-    say(
+    show(f"{result['path']}")
+    show(
         f"  {result['duration_s']:.2f} s, {result['sample_rate']} Hz, {result['n_channels']} ch, "
         f"layout {result['layout']}, {result['format']} {result['subtype'] or ''}".rstrip()
     )
-    say(
+    show(
         f"  RMS {'-inf' if not math.isfinite(rms) else f'{rms:.1f}'} dBFS, flatness {quality['spectral_flatness']:.3g}, "
         f"clipping {quality['clipping_ratio']:.5f}, ACI {quality['aci']:.1f}"
     )
     if result["non_finite_samples"]:
-        say(f"  {result['non_finite_samples']} NaN/Inf samples were replaced by 0")
-    say(f"  flags: {', '.join(result['flags']) if result['flags'] else 'none'}")
+        show(f"  {result['non_finite_samples']} NaN/Inf samples were replaced by 0")
+    show(f"  flags: {', '.join(result['flags']) if result['flags'] else 'none'}")
 
 
 def _parse_clip_keys(values: list[str] | None) -> list[str] | None:
@@ -86,9 +86,9 @@ def fetch_audio_command(
     if context.json:
         emit_json(report)
     else:
-        say(f"downloaded {report['downloaded']}, already present {report['present']}, failed {report['failed']}")
+        show(f"downloaded {report['downloaded']}, already present {report['present']}, failed {report['failed']}")
         for key, reason in summary.failed.items():
-            say(f"  {key}: {reason}")
+            show(f"  {key}: {reason}")
     if summary.failed:
         raise AglwError(f"{len(summary.failed)} recordings could not be fetched (listed above); rerun to resume")
 
@@ -113,13 +113,13 @@ def direction_command(
         return
     frames = result["frames"]
     last = frames[-1]["t"] if frames else 0.0
-    say(f"{file}: layout {result['layout']}, {len(frames)} frames of ~100 ms (last centred at {last:.1f} s)")
+    show(f"{file}: layout {result['layout']}, {len(frames)} frames of ~100 ms (last centred at {last:.1f} s)")
     if not result["peaks"]:
-        say("  no dominant direction (silent or too short)")
+        show("  no dominant direction (silent or too short)")
     for peak in result["peaks"]:
         share = f"{100 * peak['weight']:.0f}% of the direct energy"
         if "azimuth_deg" in peak:
-            say(
+            show(
                 f"  azimuth {peak['azimuth_deg']:.1f}° (+90 = left), elevation {peak['elevation_deg']:.1f}°, "
                 f"{oclock(peak['azimuth_deg'])} o'clock, {share}"
             )
@@ -127,9 +127,9 @@ def direction_command(
             hour = oclock(peak["lateral_deg"])
             mirror = oclock_mirror(hour)
             front_back = f"{hour} o'clock" + (f" or its mirror {mirror} o'clock" if mirror else "")
-            say(f"  lateral {peak['lateral_deg']:.1f}° (+ = left), {front_back}, {share}")
+            show(f"  lateral {peak['lateral_deg']:.1f}° (+ = left), {front_back}, {share}")
         else:
-            say(f"  level panorama index {peak['panorama_index']:+.2f} (+1 = left; not an angle), {share}")
+            show(f"  level panorama index {peak['panorama_index']:+.2f} (+1 = left; not an angle), {share}")
 
 
 def register(app: typer.Typer) -> None:

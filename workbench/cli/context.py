@@ -49,6 +49,8 @@ def require_project(db: str) -> str:
 T = TypeVar("T")
 
 stderr = Console(stderr=True, highlight=False)
+# Results go to stdout (cli.md): `aglw check locations > f` must fill f. Diagnostics use `say`.
+stdout = Console(highlight=False)
 
 
 @dataclass
@@ -121,8 +123,20 @@ def emit_json(payload: Any) -> None:
 
 
 def say(message: str) -> None:
-    """A human message on stderr."""
+    """A diagnostic on stderr (progress, warnings, hints): never a result."""
     stderr.print(message)
+
+
+def show(renderable: Any, *, min_width: int | None = None) -> None:
+    """A result for the reader on stdout: a line of text or a rich table.
+
+    ``min_width`` keeps a wide table readable when stdout is a pipe or a file (rich
+    assumes 80 columns there and would elide every cell).
+    """
+    if min_width is not None and stdout.width < min_width:
+        Console(width=min_width, highlight=False).print(renderable)
+    else:
+        stdout.print(renderable)
 
 
 @contextmanager

@@ -6,7 +6,7 @@ from typing import Any, Optional
 
 import typer
 
-from workbench.cli.context import app_context, emit_json, say
+from workbench.cli.context import app_context, emit_json, show
 from workbench.errors import AglwError
 
 export_app = typer.Typer(help="Export project data.", no_args_is_help=True)
@@ -86,40 +86,40 @@ def fit_command(
 def _print_fit(result: Any) -> None:
     summary = result.summary
     title = "preview (not stored)" if result.run_id is None else f"run {result.run_id}"
-    say(
+    show(
         f"curation fit, {title}: {summary['n_clips']} clips, {summary['n_categories']} categories "
         f"({summary['n_positive']} P, {summary['n_negative']} N), {summary['n_candidates']} candidates "
         f"at θ = {summary['theta_used']:.4g} (reference ALM {result.alm_model})"
     )
     calibration = summary["theta_calibration"]
     if calibration["theta"] is not None:
-        say(
+        show(
             f"θ from {calibration['n_decisions']} expert decisions: {calibration['theta']:.4g} "
             f"(balanced accuracy {calibration['balanced_accuracy']:.3f})"
         )
     if calibration["spearman"] is not None:
-        say(f"Spearman(l, expert rating) = {calibration['spearman']:.3f} over {calibration['n_ratings']} clips")
+        show(f"Spearman(l, expert rating) = {calibration['spearman']:.3f} over {calibration['n_ratings']} clips")
     for category in sorted(result.categories, key=lambda c: (c.polarity not in ("P", "N"), -abs(c.a - c.a_bar))):
         if category.polarity in ("P", "N"):
             mark = " (expert)" if category.overridden else ""
-            say(
+            show(
                 f"  {category.polarity} {category.id} {category.name or ''} a={category.a:.3f} "
                 f"ā={category.a_bar:.3f} n={category.support}{mark}"
             )
     diff = result.diff
     if diff is None:
-        say("no earlier run to compare with")
+        show("no earlier run to compare with")
     elif diff.empty:
-        say(f"no change against run {diff.base_run_id}")
+        show(f"no change against run {diff.base_run_id}")
     else:
-        say(
+        show(
             f"against run {diff.base_run_id}: {len(diff.polarity_changes)} polarity changes, "
             f"{len(diff.entered)} clips entered and {len(diff.left)} left the candidates"
         )
         for change in diff.polarity_changes:
-            say(f"  {change.category}: {change.old} → {change.new}")
+            show(f"  {change.category}: {change.old} → {change.new}")
         for move in diff.largest_moves[:10]:
-            say(f"  {move.clip}: {move.old:+.3f} → {move.new:+.3f}")
+            show(f"  {move.clip}: {move.old:+.3f} → {move.new:+.3f}")
 
 
 def select_command(
@@ -137,16 +137,16 @@ def select_command(
                    "counts": result.counts})
         return
     counts = result.counts
-    say(
+    show(
         f"selection {result.selection_id} from run {result.run_id}: {counts['selected']} of {counts['size_requested']} "
         f"clips ({counts['speech']} speech, {counts['no_speech']} no speech; {counts['accepted_in']} expert accepts)"
     )
     for stratum, n in sorted(counts["by_stratum"].items()):
-        say(f"  {stratum}: {n}")
+        show(f"  {stratum}: {n}")
     if counts["continents_missing"]:
-        say(f"continents without a clip (M too small): {', '.join(counts['continents_missing'])}")
+        show(f"continents without a clip (M too small): {', '.join(counts['continents_missing'])}")
     excluded = counts.get("excluded", {})
-    say(
+    show(
         f"left out: {excluded.get('rejected', 0)} rejected, {excluded.get('quality_flagged', 0)} with unresolved "
         f"quality flags, {excluded.get('below_theta', 0)} below θ"
     )
@@ -167,7 +167,7 @@ def export_selection_command(
         emit_json({"csv": str(result.csv_path), "manifest": str(result.manifest_path), "n_rows": result.n_rows,
                    "selection_id": result.selection_id})
         return
-    say(f"wrote {result.n_rows} clips to {result.csv_path} and the manifest to {result.manifest_path}")
+    show(f"wrote {result.n_rows} clips to {result.csv_path} and the manifest to {result.manifest_path}")
 
 
 @check_app.command("locations")
@@ -184,17 +184,17 @@ def check_locations_command(
         emit_json(report.to_dict())
         return
     counts = report.counts
-    say(
+    show(
         f"{report.n_checked} clips checked: {counts['match']} match, {counts['mismatch']} mismatch, "
         f"{counts['unknown_country']} unknown country names, {counts['no_coordinates']} without coordinates"
     )
     for check in report.mismatches:
-        say(
+        show(
             f"  {check.key}: stated {check.country} ({check.stated_iso}), coordinates near {check.nearest_place} "
             f"({check.geocoded_iso}, {check.nearest_place_km:.1f} km)"
         )
     for check in report.unknown_country:
-        say(f"  {check.key}: country {check.country!r} has no ISO code")
+        show(f"  {check.key}: country {check.country!r} has no ISO code")
 
 
 def register(app: typer.Typer) -> None:

@@ -8,11 +8,10 @@ from typing import Any, Optional
 
 import pandas as pd
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from workbench.cli.context import app_context, emit_json, project_file_missing, say
+from workbench.cli.context import app_context, emit_json, project_file_missing, say, show
 from workbench.errors import AglwError
 from workbench.importing import ImportReport, import_dataset, import_predictions
 from workbench.metrics.core import METRIC_KEYS, PROFILES
@@ -43,7 +42,7 @@ def _show_report(report: ImportReport, as_json: bool) -> None:
         return
     verb = "checked (dry run, nothing stored)" if report.dry_run else "imported"
     counts = ", ".join(f"{name.replace('_', ' ')} {value}" for name, value in report.counts.items())
-    say(f"{report.kind} {escape(report.name)!s} from {escape(report.source)}: {verb}; {counts}")
+    show(f"{report.kind} {escape(report.name)!s} from {escape(report.source)}: {verb}; {counts}")
     for warning in report.warnings:
         say(f"[yellow]warning:[/yellow] {escape(warning)}")
     for problem in report.problems:
@@ -128,7 +127,7 @@ def metrics_cmd(
     for key, value in result.items():
         if key not in ("model", "profile"):
             table.add_row(key, _format(key, value))
-    Console().print(table)
+    show(table)
 
 
 def _side_by_side(frame: pd.DataFrame, group: bool) -> pd.DataFrame:
@@ -172,7 +171,7 @@ def leaderboard_cmd(
         table.add_column(column.replace("_", " "), justify="left" if column in ("model", "group") else "right")
     for record in shown.to_dict(orient="records"):
         table.add_row(*(_format(column, value) for column, value in record.items()))
-    Console(width=max(200, Console().width)).print(table)
+    show(table, min_width=200)
 
 
 def register(app: typer.Typer) -> None:

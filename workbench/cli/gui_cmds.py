@@ -13,7 +13,7 @@ from typing import Optional
 
 import typer
 
-from workbench.cli.context import app_context, emit_json, require_project, say
+from workbench.cli.context import app_context, emit_json, require_project, say, show
 from workbench.errors import AglwError
 
 
@@ -69,7 +69,7 @@ def register(app: typer.Typer) -> None:
         if context.json:
             emit_json({"clip": clip, "out": str(path), "width": width, "height": height, "view": view})
         else:
-            say(f"wrote {path}")
+            show(f"wrote {path}")
 
     @app.command("demo")
     def demo(
@@ -110,7 +110,7 @@ def register(app: typer.Typer) -> None:
         if context.json:
             emit_json(payload)
         else:
-            say(f"DEMO project written to {summary.db_path} ({len(summary.clip_keys)} synthetic clips: "
+            show(f"DEMO project written to {summary.db_path} ({len(summary.clip_keys)} synthetic clips: "
                 f"{', '.join(summary.layouts)}; judges {', '.join(summary.judges)})")
         if not no_gui:
             code = importlib.import_module("ui.app").run_gui(

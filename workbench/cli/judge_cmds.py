@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from workbench.cli.context import app_context, emit_json, progress_bar, say
+from workbench.cli.context import app_context, emit_json, progress_bar, say, show
 
 
 def _split(values: list[str] | None) -> list[str] | None:
@@ -114,12 +114,12 @@ def register(app: typer.Typer) -> None:
             line += (f"; tokens in {tokens['input_tokens']}, out {tokens['output_tokens']}, cache write "
                      f"{tokens['cache_creation_input_tokens']}, cache read {tokens['cache_read_input_tokens']}; "
                      f"cost {_money(summary.cost_usd)}")
-            say(line)
+            show(line)
             for failure in summary.failures[:10]:
-                say(f"  failed {failure['clip']}: {failure['reason']}")
+                show(f"  failed {failure['clip']}: {failure['reason']}")
         for skipped in report.skipped:
             say(f"skipped {skipped.key}: {skipped.reason}")
-        say(f"total cost {_money(report.total_cost_usd)}")
+        show(f"total cost {_money(report.total_cost_usd)}")
 
     @judge_app.command("models")
     def models(

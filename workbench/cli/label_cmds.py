@@ -10,7 +10,7 @@ from typing import Optional
 
 import typer
 
-from workbench.cli.context import app_context, emit_json, say
+from workbench.cli.context import app_context, emit_json, show
 from workbench.labels import UNSET, AnnotatorInfo, LabelChange, LabelService
 
 label_app = typer.Typer(help="Record expert labels (each edit is committed before it is acknowledged).")
@@ -58,7 +58,7 @@ def _acknowledge(ctx: typer.Context, change: LabelChange, what: str) -> None:
             }
         )
     else:
-        say(f"saved: {what} (version {change.version})")
+        show(f"saved: {what} (version {change.version})")
 
 
 @label_app.command("set")
@@ -150,7 +150,7 @@ def label_history(
         emit_json(rows)
         return
     for row in rows:
-        say(
+        show(
             f"{row['at']}  {row['annotator']}  {row['entity']}  clip={row['clip_id']} "
             f"{row['category_id'] or ''} {row['field']}: {row['old']!r} -> {row['new']!r} ({row['action']})"
         )

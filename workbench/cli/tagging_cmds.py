@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from workbench.cli.context import app_context, emit_json, progress_bar, say
+from workbench.cli.context import app_context, emit_json, progress_bar, show
 from workbench.errors import InputError
 
 
@@ -80,12 +80,12 @@ def register(app: typer.Typer) -> None:
         if app.json:
             emit_json(payload)
         else:
-            say(
+            show(
                 f"run {summary.run_id} ({summary.model}): {summary.n_tagged} tagged, {summary.n_skipped} already done, "
                 f"{len(summary.failures)} failed"
             )
             for failure in summary.failures:
-                say(f"  failed {failure.key}: {failure.error}")
+                show(f"  failed {failure.key}: {failure.error}")
 
     @app.command("tag-file")
     def tag_file_command(
@@ -153,6 +153,6 @@ def register(app: typer.Typer) -> None:
         if app.json:
             emit_json(payload)
             return
-        say(f"{file}: {result.duration_s:.1f} s, model {loaded.name}")
+        show(f"{file}: {result.duration_s:.1f} s, model {loaded.name}")
         for entry in payload["top"]:
-            say(f"  {entry['probability']:.3f}  {entry['name']} ({entry['id']})")
+            show(f"  {entry['probability']:.3f}  {entry['name']} ({entry['id']})")
