@@ -18,7 +18,7 @@ from pathlib import Path
 
 from sqlalchemy import create_engine, event, inspect
 from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DatabaseError, OperationalError
 from sqlmodel import Session
 
 from storage import models  # noqa: F401  (registers the tables on the metadata)
@@ -206,6 +206,11 @@ def open_store(db: str | Path, *, migrate: bool = True, busy_timeout_s: float = 
     except OperationalError as exc:
         engine.dispose()
         raise StoreError(f"cannot open {_describe(url)}: {exc.orig}") from exc
+    except DatabaseError as exc:
+        engine.dispose()
+        raise StoreError(
+            f"cannot open {_describe(url)}: {exc.orig}; it is not an AGL Workbench project (check --db)"
+        ) from exc
     except BaseException:
         engine.dispose()
         raise

@@ -27,7 +27,8 @@ def project_file_missing(db: str) -> Path | None:
     """The SQLite file ``db`` names when it does not exist (None for an existing file or a server URL)."""
     text = str(db)
     if text.startswith("sqlite:///"):
-        text = text[len("sqlite:///"):]
+        # drop URL parameters (?mode=ro&uri=true) and the URI form's "file:" prefix
+        text = text[len("sqlite:///"):].split("?", 1)[0].removeprefix("file:")
     elif "://" in text:
         return None
     if text in ("", ":memory:"):

@@ -98,6 +98,30 @@ def hoist_global_options(argv: list[str]) -> list[str]:
     return hoisted + rest
 
 
+def _environment_failure(exc: Exception) -> str | None:
+    """One line for a failure of the machine rather than of the program, else None.
+
+    A project locked by another writer past the wait, a read-only or full disk, a file that
+    is not a database: the store's transaction was rolled back, so nothing half-written
+    remains; the user needs to know what happened and what to do, not a traceback.
+    """
+    from sqlalchemy.exc import SQLAlchemyError
+
+    if isinstance(exc, SQLAlchemyError):
+        cause = str(getattr(exc, "orig", None) or exc).splitlines()[0]
+        hint = {
+            "database is locked": "another program is writing to the project; retry when it has finished",
+            "attempt to write a readonly database": "the project file or its folder is read-only; "
+            "make it writable or copy the project",
+            "database or disk is full": "free some disk space and retry",
+            "file is not a database": "--db names a file that is not an AGL Workbench project",
+        }.get(cause.lower(), "retry, or check the database server")
+        return f"the project store refused the operation ({cause}): {hint}. Nothing was changed by it."
+    if isinstance(exc, OSError) and exc.filename is not None:
+        return f"{exc.filename}: {exc.strerror or exc}"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: handled errors print one line on stderr and exit 1."""
     try:
@@ -108,6 +132,12 @@ def main(argv: list[str] | None = None) -> int:
         return code if isinstance(code, int) else (0 if code is None else 1)
     except (AglwError, StoreError) as exc:
         sys.stderr.write(f"aglw: error: {exc}\n")
+        return 1
+    except Exception as exc:
+        message = _environment_failure(exc)
+        if message is None:
+            raise
+        sys.stderr.write(f"aglw: error: {message}\n")
         return 1
     except KeyboardInterrupt:
         sys.stderr.write("aglw: interrupted; completed work is saved, rerun to resume\n")

@@ -120,6 +120,24 @@ def _to_record(obj: Any, line_no: int) -> PredictionRecord | str:
     return PredictionRecord(line_no=line_no, question_id=question_id.strip(), values=values)
 
 
+# Bounds on what a result file may be (quality-bar: parsers bound their input). AGL1K's files
+# are ~10 MB; the size bound stops a file that would exhaust memory, and nesting beyond
+# Python's recursion limit is reported as a malformed record instead of a stack overflow.
+MAX_RESULT_FILE_BYTES = 1 << 30
+
+
+def _too_deep(text: str, position: int) -> json.JSONDecodeError:
+    return json.JSONDecodeError("nested too deeply for the JSON parser; not a result record", text, position)
+
+
+def _loads(text: str) -> Any:
+    """``json.loads`` whose stack overflow on absurd nesting becomes an ordinary decode error."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise _too_deep(text, 0) from None
+
+
 def _iter_jsonl(text: str) -> list[tuple[int, Any | json.JSONDecodeError]]:
     items: list[tuple[int, Any | json.JSONDecodeError]] = []
     # split("\n"), not splitlines(): U+2028 and friends may legally sit inside JSON strings.
@@ -127,7 +145,7 @@ def _iter_jsonl(text: str) -> list[tuple[int, Any | json.JSONDecodeError]]:
         if not line.strip():
             continue
         try:
-            items.append((line_no, json.loads(line)))
+            items.append((line_no, _loads(line)))
         except json.JSONDecodeError as exc:
             items.append((line_no, exc))
     return items
@@ -160,7 +178,10 @@ def _iter_json_array(text: str, path: Path) -> list[tuple[int, Any]]:
     while True:
         position = skip_whitespace(position)
         try:
-            obj, end = decoder.raw_decode(text, position)
+            try:
+                obj, end = decoder.raw_decode(text, position)
+            except RecursionError:
+                raise _too_deep(text, position) from None
         except json.JSONDecodeError as exc:
             raise fail(exc.pos, exc.msg) from exc
         items.append((text.count("\n", 0, position) + 1, obj))
@@ -180,14 +201,14 @@ def _looks_like_json_array(text: str) -> bool:
     if not text.lstrip().startswith("["):
         return False
     try:
-        return isinstance(json.loads(text), list)
+        return isinstance(_loads(text), list)
     except json.JSONDecodeError:
         pass
     lines = [line for line in text.split("\n") if line.strip()]
     if len(lines) < 2:
         return True
     try:
-        json.loads(lines[0])
+        _loads(lines[0])
     except json.JSONDecodeError:
         return True
     return False
@@ -260,6 +281,12 @@ def read_prediction_file(path: str | Path) -> PredictionFile:
     """
     path = Path(path)
     try:
+        size = path.stat().st_size
+        if size > MAX_RESULT_FILE_BYTES:
+            raise InputError(
+                f"{path}: {size / 2**30:.1f} GiB is larger than a result file can be "
+                f"({MAX_RESULT_FILE_BYTES // 2**30} GiB); split it into several files."
+            )
         data = path.read_bytes()
     except OSError as exc:
         raise InputError(f"{path}: cannot read the result file ({exc.strerror or exc}).") from exc
