@@ -120,13 +120,20 @@ def test_authentication_error_stops_and_never_shows_the_key():
     assert script.requests[0].headers.get("authorization", "").endswith(KEY) or script.requests[0].headers.get("x-api-key") == KEY
 
 
-def test_refusal_and_truncation_fail_and_get_one_retry():
-    script = Script(httpx2.Response(200, json=_message("", "refusal")), httpx2.Response(200, json=_message(VALID[:50], "max_tokens")))
+def test_a_refusal_is_final_and_a_truncation_is_retried_once_with_twice_the_budget():
+    # [H]: the same prompt would be refused again, and the same budget cut off again.
+    script = Script(httpx2.Response(200, json=_message("", "refusal")))
     attempts = judge_one_clip(_provider(script), JUDGE, _prompt(), output_schema())
-    assert [a.number for a in attempts] == [1, 2]
-    assert attempts[0].failure.startswith("refusal") and attempts[1].failure.startswith("truncated")
-    second = json.loads(script.requests[1].content)["messages"][0]["content"]
-    assert "previous reply to this request was rejected: refusal" in second
+    assert [a.number for a in attempts] == [1] and attempts[0].failure.startswith("refusal")
+    assert len(script.requests) == 1
+
+    script = Script(httpx2.Response(200, json=_message(VALID[:50], "max_tokens")),
+                    httpx2.Response(200, json=_message(VALID[:50], "max_tokens")))
+    attempts = judge_one_clip(_provider(script), JUDGE, _prompt(), output_schema())
+    assert [a.number for a in attempts] == [1, 2] and all(a.failure.startswith("truncated") for a in attempts)
+    budgets = [json.loads(r.content)["max_tokens"] for r in script.requests]
+    assert budgets == [JUDGE.max_tokens, 2 * JUDGE.max_tokens]
+    assert "previous reply" not in json.loads(script.requests[1].content)["messages"][0]["content"]
 
 
 def test_invalid_reply_retry_carries_the_validation_error_and_can_succeed():

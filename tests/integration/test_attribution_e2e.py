@@ -10,7 +10,7 @@ from sqlmodel import select
 
 from storage import open_store
 from storage.models import Clip, JudgeCall, JudgeRun, Judgment, Prediction, Tag, TaggerRun
-from workbench.attribution.fake_api import FakeAnthropicAPI
+from tests.support.fake_anthropic import FakeAnthropicAPI
 from workbench.cli.main import main
 from workbench.importing.service import import_dataset, import_predictions
 
@@ -70,7 +70,7 @@ def test_aglw_judge_sync_and_batch_on_real_agl1k_records(agl1k_project, sqlite_p
         rerun = json.loads(capsys.readouterr().out)
         assert [j["answered_before"] for j in rerun["judges"]] == [3, 3, 3] and len(api.message_requests()) == sent
 
-        assert main(["--db", str(sqlite_path), "judge", "--dry-run", "--force", "--clips", keys[0], "--base-url", api.base_url]) == 0
+        assert main(["--db", str(sqlite_path), "judge", "--dry-run", "--count-tokens", "--force", "--clips", keys[0], "--base-url", api.base_url]) == 0
         dry = capsys.readouterr()
         assert "token counting endpoint" in dry.out and "total: 3 requests" in dry.out
         outputs.append(dry.out + dry.err)

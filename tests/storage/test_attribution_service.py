@@ -9,7 +9,7 @@ from sqlmodel import select
 
 from storage.models import AlmRun, Clip, Dataset, JudgeCall, JudgeRun, Judgment, Prediction, Tag, TaggerRun
 from workbench.attribution.config import load_judges
-from workbench.attribution.fake_api import FakeAnthropicAPI
+from tests.support.fake_anthropic import FakeAnthropicAPI
 from workbench.attribution.providers import JudgeAuthError
 from workbench.attribution.service import collect_batches, dry_run, run_judges
 from workbench.errors import InputError
@@ -198,7 +198,9 @@ def test_batch_reply_with_unknown_id_gets_an_interactive_retry(project):
 
 def test_dry_run_counts_tokens_with_the_endpoint_and_sends_no_message(project, monkeypatch):
     store, api = project
-    report = dry_run(store, load_judges(), base_url=api.base_url, names=NAMES)
+    offline = dry_run(store, load_judges(), base_url=api.base_url, names=NAMES)
+    assert offline.method.startswith("estimate") and api.requests == []  # a key is set; still offline
+    report = dry_run(store, load_judges(), base_url=api.base_url, names=NAMES, count_tokens=True)
     assert report.method == "token counting endpoint"
     assert api.count("POST", "/v1/messages/count_tokens") == 9 and api.message_requests() == []
     totals = report.totals()["total"]

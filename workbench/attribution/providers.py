@@ -154,6 +154,19 @@ def _anthropic_usage(usage: Any) -> TokenUsage:
     )
 
 
+def _expect_object(value: Any, attribute: str, what: str) -> Any:
+    """``value`` when it is the SDK object expected; a failed call when the server sent something else.
+
+    A proxy or captive portal can answer HTTP 200 with an HTML page; the SDK then hands back the
+    body as a string instead of raising.
+    """
+    if isinstance(value, (str, bytes)) or not hasattr(value, attribute):
+        text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+        kind = "an HTML page" if "<html" in text[:500].lower() else "a body that is not the API's JSON"
+        raise ProviderCallError(f"the server answered HTTP 200 with {kind} instead of {what}: {text[:80]!r}")
+    return value
+
+
 def _anthropic_reply(message: Any) -> ProviderReply:
     text = "".join(getattr(block, "text", "") for block in message.content if block.type == "text")
     stop = message.stop_reason
@@ -252,13 +265,23 @@ class AnthropicProvider:
             raise ProviderCallError(self._clean(f"malformed response from the API: {exc.message}")) from None
         except (anthropic.AnthropicError, ValueError) as exc:
             raise ProviderCallError(self._clean(f"{type(exc).__name__}: {exc}")) from None
+        except (AttributeError, TypeError, KeyError) as exc:
+            # The SDK chokes this way on an HTTP 200 whose body is not the API's JSON (an HTML page).
+            raise ProviderCallError(
+                self._clean(f"the API's answer could not be read ({type(exc).__name__}: {exc}); "
+                            "is --base-url (or a proxy) answering instead of the API?")
+            ) from None
 
     def list_models(self) -> set[str]:
-        return {model.id for model in self._call(lambda: list(self.client.models.list(limit=1000)))}
+        try:
+            models = self._call(lambda: list(self.client.models.list(limit=1000)))
+            return {_expect_object(model, "id", "the model list").id for model in models}
+        except ProviderCallError as exc:
+            raise ProviderCallError(f"reading the models list failed: {exc}") from None
 
     def complete(self, request: JudgeRequest) -> ProviderReply:
         message = self._call(self.client.messages.create, **self._params(request))
-        return _anthropic_reply(message)
+        return _anthropic_reply(_expect_object(message, "content", "a Message"))
 
     def count_tokens(self, request: JudgeRequest) -> int | None:
         params = self._params(request)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlmodel import Session, col, select
@@ -45,6 +45,8 @@ log = logging.getLogger(__name__)
 
 TAG_THRESHOLD = 0.15
 TOP_CATEGORIES = 10
+# The ceiling for the one retry of a truncated reply (twice the configured budget, at most this).
+MAX_RETRY_TOKENS = 32_000
 
 ProviderFactory = Callable[[JudgeConfig], JudgeProvider]
 
@@ -157,7 +159,8 @@ def select_clip_inputs(
     by_key = {clip.key: (prediction, clip) for prediction, clip in rows}
     if clip_keys is not None:
         wanted = []
-        for key in clip_keys:
+        # A key given twice is judged (and paid for) once.
+        for key in dict.fromkeys(clip_keys):
             if key in by_key:
                 wanted.append(by_key[key])
             else:
@@ -224,12 +227,17 @@ class JudgePlan:
     to_send: list[PlannedRequest]
     answered: int = 0
     pending: int = 0
+    refused: int = 0
 
 
 def plan_requests(
     store: Store, judges: list[JudgeConfig], inputs: list[ClipInput], *, force: bool = False
 ) -> list[JudgePlan]:
-    """Render every (judge, clip) request and drop those already answered (unless ``force``)."""
+    """Render every (judge, clip) request and drop those already answered (unless ``force``).
+
+    A request the model refused is not sent again either: the same prompt would be refused (and
+    paid for) again. ``force`` sends both kinds.
+    """
     schema = output_schema()
     planned: list[tuple[JudgeConfig, list[PlannedRequest]]] = []
     all_fingerprints: set[str] = set()
@@ -242,7 +250,7 @@ def plan_requests(
             requests.append(PlannedRequest(clip, prompt, fingerprint))
             all_fingerprints.add(fingerprint)
         planned.append((judge, requests))
-    answered, pending = _answered_and_pending(store, all_fingerprints)
+    answered, pending, refused = _answered_and_pending(store, all_fingerprints)
     plans = []
     for judge, requests in planned:
         plan = JudgePlan(judge=judge, to_send=[])
@@ -251,17 +259,21 @@ def plan_requests(
                 plan.answered += 1
             elif not force and request.fingerprint in pending:
                 plan.pending += 1
+            elif not force and request.fingerprint in refused:
+                plan.refused += 1
             else:
                 plan.to_send.append(request)
         plans.append(plan)
     return plans
 
 
-def _answered_and_pending(store: Store, fingerprints: set[str]) -> tuple[set[str], set[str]]:
+def _answered_and_pending(store: Store, fingerprints: set[str]) -> tuple[set[str], set[str], set[str]]:
+    """Fingerprints answered (an ok call), pending in a submitted batch, and refused by the model."""
     answered: set[str] = set()
     pending: set[str] = set()
+    refused: set[str] = set()
     if not fingerprints:
-        return answered, pending
+        return answered, pending, refused
     wanted = list(fingerprints)
     with store.session() as session:
         for start in range(0, len(wanted), 500):
@@ -271,9 +283,16 @@ def _answered_and_pending(store: Store, fingerprints: set[str]) -> tuple[set[str
                     select(JudgeCall.fingerprint).where(JudgeCall.status == "ok", col(JudgeCall.fingerprint).in_(chunk))
                 ).all()
             )
+            refused.update(
+                session.exec(
+                    select(JudgeCall.fingerprint).where(
+                        JudgeCall.stop_reason == "refusal", col(JudgeCall.fingerprint).in_(chunk)
+                    )
+                ).all()
+            )
         for run in session.exec(select(JudgeRun).where(JudgeRun.status.in_(("submitting", "submitted")))):  # type: ignore[attr-defined]
             pending.update(entry["fingerprint"] for entry in (run.request_map or {}).values())
-    return answered, pending & fingerprints
+    return answered, pending & fingerprints, refused - answered
 
 
 # --------------------------------------------------------------------------- one clip
@@ -311,23 +330,36 @@ def evaluate_reply(reply: ProviderReply, prompt: RenderedPrompt, max_tokens: int
 def judge_one_clip(provider: JudgeProvider, judge: JudgeConfig, prompt: RenderedPrompt, schema: dict[str, Any]) -> list[Attempt]:
     """Ask one judge about one clip: a second attempt carries the first one's validation error.
 
-    Transport failures that survive the provider's own retries end the clip at once (sending the same
-    request again would meet the same fault); :class:`JudgeAuthError` propagates.
+    A reply cut off at ``max_tokens`` is asked again once with twice the budget (the same budget
+    would be cut off again); a refusal is final (the same prompt would be refused again). Transport
+    failures that survive the provider's own retries end the clip at once (sending the same request
+    again would meet the same fault); :class:`JudgeAuthError` propagates.
     """
     attempts: list[Attempt] = []
     reason: str | None = None
+    budget = judge
     for number in (1, 2):
-        request = JudgeRequest(judge=judge, prompt=prompt, schema=schema, retry_reason=reason)
+        request = JudgeRequest(judge=budget, prompt=prompt, schema=schema, retry_reason=reason)
         try:
             reply = provider.complete(request)
         except ProviderCallError as exc:
             attempts.append(Attempt(number, None, None, str(exc)))
             break
-        check, failure = evaluate_reply(reply, prompt, judge.max_tokens)
-        attempts.append(Attempt(number, reply, check, failure))
-        if failure is None:
+        except JudgeAuthError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - one odd reply must not lose the answers already received
+            log.exception("judge %s: unexpected failure on one request", judge.name)
+            attempts.append(Attempt(number, None, None, f"unexpected failure: {type(exc).__name__}: {exc}"))
             break
-        reason = failure
+        check, failure = evaluate_reply(reply, prompt, budget.max_tokens)
+        attempts.append(Attempt(number, reply, check, failure))
+        if failure is None or reply.refusal:
+            break
+        if reply.truncated:
+            budget = replace(budget, max_tokens=min(2 * budget.max_tokens, MAX_RETRY_TOKENS))
+            reason = None  # the reply was cut off, not wrong: ask the same question with more room
+        else:
+            reason = failure
     return attempts
 
 
@@ -347,6 +379,7 @@ class JudgeSummary:
     status: str = "done"
     sent: int = 0
     answered_before: int = 0
+    refused_before: int = 0
     pending_in_batch: int = 0
     ok: int = 0
     failed: int = 0
@@ -606,6 +639,7 @@ def _run_plans(
             provider=plan.judge.provider,
             mode=mode,
             answered_before=plan.answered,
+            refused_before=plan.refused,
             pending_in_batch=plan.pending,
             status="nothing to send" if not plan.to_send else "done",
         )
@@ -687,9 +721,9 @@ def _submit_batch(
     summary.run_id = run.id
     summary.mode = "batch"
     try:
-        batch_id = provider.submit_batch(
-            [(custom_id_for(p), JudgeRequest(plan.judge, p.prompt, schema)) for p in plan.to_send]
-        )
+        # Keyed by custom id: a batch holding one id twice is rejected whole by the API.
+        unique = {custom_id_for(p): p for p in plan.to_send}
+        batch_id = provider.submit_batch([(cid, JudgeRequest(plan.judge, p.prompt, schema)) for cid, p in unique.items()])
     except (ProviderCallError, JudgeAuthError) as exc:
         _finish_run(store, run.id or 0, "failed")
         summary.status = "failed"
@@ -700,6 +734,8 @@ def _submit_batch(
     _finish_run(store, run.id or 0, "submitted", batch_id=batch_id)
     summary.batch_id = batch_id
     summary.status = "submitted"
+    # Billed when the results exist, at the batch price (see `aglw judge --collect`); not $0.
+    summary.cost_usd = None
     summary.sent = len(plan.to_send)
 
 
@@ -971,7 +1007,7 @@ def dry_run(
     clip_keys: list[str] | None = None,
     force: bool = False,
     base_url: str | None = None,
-    count_tokens: bool | None = None,
+    count_tokens: bool = False,
     assume_categories: int | None = None,
     provider_factory: ProviderFactory | None = None,
     names: Ontology | None = None,
@@ -981,8 +1017,9 @@ def dry_run(
     Parameters
     ----------
     count_tokens
-        Use the provider's token-counting endpoint (free, sends no prompt to a model). Default: when an
-        Anthropic key is available. Otherwise input tokens are estimated as characters / 3.5.
+        Use the provider's token-counting endpoint (free, calls no model, but sends every prompt to
+        the provider). Only on request: a dry run otherwise contacts nothing and estimates input
+        tokens as characters / 3.5.
     assume_categories
         Also estimate clips that have no tags or no prediction, assuming this many categories and a
         chain-of-thought of the ALM's median length (always with the character estimate).
@@ -993,13 +1030,10 @@ def dry_run(
     not credited: every request is priced at the full input rate, so the figures are an upper bound.
     """
     from workbench.attribution.cost import estimate_output_tokens, estimate_tokens
-    from workbench.attribution.secrets import anthropic_api_key
 
     judges = config.select(judge_names)
     selection = select_clip_inputs(store, alm_model=alm_model, clip_keys=clip_keys, names=names)
     plans = plan_requests(store, judges, selection.inputs, force=force)
-    if count_tokens is None:
-        count_tokens = anthropic_api_key()[0] is not None and all(j.provider == "anthropic" for j in judges)
     factory = provider_factory or (lambda judge: make_provider(judge, base_url=base_url))
     assumptions = [
         "output tokens estimated as 40 + 60 per category",

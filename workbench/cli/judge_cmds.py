@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from workbench.cli.context import app_context, emit_json, progress_bar, say, show
+from workbench.errors import AglwError
 
 
 def _split(values: list[str] | None) -> list[str] | None:
@@ -34,7 +35,13 @@ def register(app: typer.Typer) -> None:
         alm: Optional[str] = typer.Option(None, "--alm", help="ALM model whose reasoning is judged (default: the only one)."),
         judges: Optional[list[str]] = typer.Option(None, "--judges", help="Judge names from judges.toml (default: the trio)."),
         mode: str = typer.Option("sync", "--mode", help="sync (answers as they come) or batch (Message Batches, half price)."),
-        dry_run: bool = typer.Option(False, "--dry-run", help="Print tokens and cost per clip and in total; send nothing."),
+        dry_run: bool = typer.Option(
+            False, "--dry-run", help="Estimate tokens and cost per clip and in total offline; contacts nothing."
+        ),
+        count_tokens: bool = typer.Option(
+            False, "--count-tokens",
+            help="With --dry-run: count input tokens with the provider's endpoint (sends the prompts there; no model call).",
+        ),
         collect: bool = typer.Option(False, "--collect", help="Collect the results of submitted batches (resumable)."),
         force: bool = typer.Option(False, "--force", help="Send requests even when an identical one is already answered."),
         concurrency: int = typer.Option(4, "--concurrency", min=1, max=64, help="Requests in flight per judge (sync)."),
@@ -48,6 +55,7 @@ def register(app: typer.Typer) -> None:
         if ctx.invoked_subcommand is not None:
             return
         from workbench.attribution.config import load_judges
+        from workbench.attribution.providers import ProviderCallError
         from workbench.attribution.service import collect_batches, dry_run as estimate, run_judges
 
         app_ctx = app_context(ctx)
@@ -59,17 +67,27 @@ def register(app: typer.Typer) -> None:
         judge_names = _split(judges)
         if mode not in ("sync", "batch"):
             raise typer.BadParameter("use sync or batch", param_hint="--mode")
+        if count_tokens and not dry_run:
+            raise typer.BadParameter("goes with --dry-run", param_hint="--count-tokens")
         if dry_run:
-            report = estimate(
-                store, config, judge_names=judge_names, alm_model=alm, clip_keys=clip_keys, force=force,
-                base_url=base_url, assume_categories=assume_categories,
-            )
+            if count_tokens:
+                say("--count-tokens contacts the provider: every prompt is sent to its token-counting endpoint "
+                    "(free, no model is called)")
+            try:
+                report = estimate(
+                    store, config, judge_names=judge_names, alm_model=alm, clip_keys=clip_keys, force=force,
+                    base_url=base_url, assume_categories=assume_categories, count_tokens=count_tokens,
+                )
+            except ProviderCallError as exc:
+                raise AglwError(f"token counting failed: {exc}; drop --count-tokens for the offline estimate") from None
             if app_ctx.json:
                 emit_json(report.as_dict())
                 return
             totals = report.totals()
             out = sys.stdout
-            out.write(f"Dry run ({report.method}); nothing was sent.\n")
+            sent = ("prompts sent to the token-counting endpoint only; no model was called" if count_tokens
+                    else "nothing was sent anywhere")
+            out.write(f"Dry run ({report.method}); {sent}.\n")
             for note in report.assumptions:
                 out.write(f"  assumption: {note}\n")
             out.write(f"{'judge':<10} {'clip':<28} {'in tok':>8} {'out tok':>8} {'sync $':>10} {'batch $':>10}\n")
@@ -90,19 +108,27 @@ def register(app: typer.Typer) -> None:
             for skipped in report.skipped:
                 say(f"skipped {skipped.key}: {skipped.reason}")
             return
-        if collect:
-            report = collect_batches(store, config, base_url=base_url)
-            if not report.judges:
-                say("no submitted batches to collect")
-        else:
-            with progress_bar("judging", None) as advance:
-                report = run_judges(
-                    store, config, judge_names=judge_names, alm_model=alm, clip_keys=clip_keys, mode=mode,
-                    force=force, concurrency=concurrency, base_url=base_url,
-                    on_clip_done=lambda _judge, _clip, _ok: advance(),
-                )
+        try:
+            if collect:
+                report = collect_batches(store, config, base_url=base_url)
+                if not report.judges:
+                    say("no submitted batches to collect")
+            else:
+                with progress_bar("judging", None) as advance:
+                    report = run_judges(
+                        store, config, judge_names=judge_names, alm_model=alm, clip_keys=clip_keys, mode=mode,
+                        force=force, concurrency=concurrency, base_url=base_url,
+                        on_clip_done=lambda _judge, _clip, _ok: advance(),
+                    )
+        except ProviderCallError as exc:
+            # A fault outside one clip's request (model list, batch create or collect): the run
+            # stops; every answer received before it is already stored.
+            raise AglwError(f"judging stopped: {exc}. Answers received so far are stored; rerun to resume") from None
+        failed = sum(s.failed for s in report.judges) + sum(1 for s in report.judges if s.status == "failed")
         if app_ctx.json:
             emit_json(report.as_dict())
+            if failed:
+                raise typer.Exit(1)
             return
         for summary in report.judges:
             line = (f"{summary.judge} ({summary.model}, {summary.mode}): {summary.status}; "
@@ -120,6 +146,9 @@ def register(app: typer.Typer) -> None:
         for skipped in report.skipped:
             say(f"skipped {skipped.key}: {skipped.reason}")
         show(f"total cost {_money(report.total_cost_usd)}")
+        if failed:
+            say(f"aglw: {failed} judge request(s) failed (stored with their reasons; `aglw judge` resends them)")
+            raise typer.Exit(1)
 
     @judge_app.command("models")
     def models(

@@ -30,6 +30,7 @@ MESSAGE_BEHAVIOURS = (
     "401",  # bad key
     "slow",  # answers after `slow_s` seconds (a client timeout)
     "malformed_body",  # HTTP 200 whose body is not JSON
+    "html_body",  # HTTP 200 with an HTML page (a proxy's or captive portal's answer)
     "bad_json",  # a reply whose text is not JSON
     "unknown_id",  # a reply naming a category that was not listed
     "missing_id",  # a reply leaving out a listed category
@@ -63,6 +64,11 @@ class FakeAnthropicAPI:
         When set, requests presenting another key (``x-api-key`` or bearer token) get HTTP 401.
     batches_end_after
         Number of ``retrieve`` calls a batch stays ``in_progress`` before it ends.
+    route_faults
+        Faults for the other routes, keyed by ``"METHOD /path-prefix"`` (e.g. ``"GET /v1/models"``,
+        ``"POST /v1/messages/count_tokens"``, ``"POST /v1/messages/batches"``, ``"GET /v1/messages/batches"``):
+        each request to a matching route consumes one of ``"401"``, ``"500"``, ``"529"``, ``"html"``.
+        ``"POST /v1/messages"`` itself is scripted by ``script``.
     """
 
     models: list[str] = field(default_factory=lambda: ["claude-opus-5-5", "claude-sonnet-5-5", "claude-haiku-5-5"])
@@ -71,6 +77,7 @@ class FakeAnthropicAPI:
     batches_end_after: int = 0
     script: deque[str] = field(default_factory=deque)
     batch_script: deque[str] = field(default_factory=deque)
+    route_faults: dict[str, deque[str]] = field(default_factory=dict)
     requests: list[RecordedRequest] = field(default_factory=list)
     _batches: dict[str, dict[str, Any]] = field(default_factory=dict)
     _cached_systems: set[str] = field(default_factory=set)
@@ -146,6 +153,8 @@ class FakeAnthropicAPI:
         if self.expected_key is not None and presented != self.expected_key:
             self._send_error(handler, 401, "authentication_error", "invalid API key")
             return
+        if self._route_fault(handler, method, path):
+            return
         if method == "GET" and path == "/v1/models":
             data = [
                 {"type": "model", "id": m, "display_name": m, "created_at": "2026-01-01T00:00:00Z", "lifecycle": "active"}
@@ -165,6 +174,24 @@ class FakeAnthropicAPI:
             self._batch_results(handler, path.split("/")[4])
         else:
             self._send_error(handler, 404, "not_found_error", f"no route {method} {path}")
+
+    def _route_fault(self, handler: BaseHTTPRequestHandler, method: str, path: str) -> bool:
+        """Answer with the next scripted fault of the longest matching route, if any."""
+        with self._lock:
+            routes = [r for r, q in self.route_faults.items() if q and f"{method} {path}".startswith(r)]
+            if not routes or (method == "POST" and path == "/v1/messages"):
+                return False
+            fault = self.route_faults[max(routes, key=len)].popleft()
+        if fault == "html":
+            self._send_html(handler)
+        else:
+            kinds = {"401": "authentication_error", "500": "api_error", "529": "overloaded_error"}
+            self._send_error(handler, int(fault), kinds[fault], f"scripted {fault} on {method} {path}")
+        return True
+
+    def _send_html(self, handler: BaseHTTPRequestHandler) -> None:
+        page = b"<!DOCTYPE html><html><head><title>Gateway</title></head><body><h1>Sign in</h1></body></html>"
+        self._send_bytes(handler, page, 200, "text/html; charset=utf-8")
 
     def _send_json(self, handler: BaseHTTPRequestHandler, payload: Any, status: int = 200) -> None:
         self._send_bytes(handler, json.dumps(payload).encode("utf-8"), status, "application/json")
@@ -202,6 +229,9 @@ class FakeAnthropicAPI:
             behaviour = "ok"
         if behaviour == "malformed_body":
             self._send_bytes(handler, b'{"id": "msg_broken", "content": [', 200, "application/json")
+            return
+        if behaviour == "html_body":
+            self._send_html(handler)
             return
         self._send_json(handler, self.message_for(body, behaviour))
 
