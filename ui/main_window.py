@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 )
 
 from storage import Store
+from storage.errors import ConflictError
 from workbench.audio.playback import Player, PlayerState
 from workbench.audio.spectrogram import SpectrogramParams
 from workbench.commands import (
@@ -409,12 +410,30 @@ class MainWindow(QMainWindow):
             # Pool-wide: the expert's P / N / neutral for the category on every clip (None = fitted).
             self.execute(SetCategoryPolarity(self.labels, self.annotator.id, category_id, value))  # type: ignore[arg-type]
             return
-        self.execute(SetCategoryLabel(self.labels, self.annotator.id, self.detail.clip_id, category_id, **{field: value}))
+        # Based on the version shown: if another window or process changed the label since, the
+        # edit is refused with both values instead of overwriting theirs.
+        seen = self.detail.category(category_id).expert_version
+        self.execute(SetCategoryLabel(self.labels, self.annotator.id, self.detail.clip_id, category_id,
+                                      base_version=seen, **{field: value}))
 
     def _clip_edit(self, **values: object) -> None:
         if self.detail is None:
             return
-        self.execute(SetClipLabel(self.labels, self.annotator.id, self.detail.clip_id, **values))
+        self.execute(SetClipLabel(self.labels, self.annotator.id, self.detail.clip_id,
+                                  base_version=self.detail.own_label.version, **values))
+
+    def _show_conflict(self, exc: ConflictError) -> None:
+        """Both values, in a dialog; nothing was written. The view reloads to show the stored value."""
+        stored = ", ".join(f"{k}: {'empty' if v is None else v}" for k, v in exc.stored.items())
+        yours = ", ".join(f"{k}: {'empty' if v is None else v}" for k, v in exc.yours.items())
+        box = QMessageBox(QMessageBox.Icon.Warning, "Changed elsewhere",
+                          "This label was changed in another window or by another process since you read it. "
+                          "Nothing was overwritten.", QMessageBox.StandardButton.Ok, self)
+        box.setTextFormat(Qt.TextFormat.PlainText)
+        box.setInformativeText(f"Stored now: {stored}\nYour change: {yours}\nThe view now shows the stored value.")
+        self.show_status(f"conflict: {str(exc).splitlines()[0]}")
+        box.exec()
+        self._refresh()
 
     def execute(self, command: Command) -> bool:
         """Run a command through the stack; on a failed write it stays pending with a visible error."""
@@ -422,6 +441,9 @@ class MainWindow(QMainWindow):
             self.stack.push(command)
         except WriteFailed as exc:
             self._show_write_error(str(exc))
+            return False
+        except ConflictError as exc:
+            self._show_conflict(exc)
             return False
         self.show_status(f"saved: {command.description}")
         self._refresh()
@@ -433,6 +455,9 @@ class MainWindow(QMainWindow):
         except WriteFailed as exc:
             self._show_write_error(str(exc))
             return
+        except ConflictError as exc:
+            self._show_conflict(exc)
+            return
         if command is not None:
             self.show_status(f"undone: {command.description}")
             self._refresh()
@@ -443,6 +468,9 @@ class MainWindow(QMainWindow):
         except WriteFailed as exc:
             self._show_write_error(str(exc))
             return
+        except ConflictError as exc:
+            self._show_conflict(exc)
+            return
         if command is not None:
             self.show_status(f"redone: {command.description}")
             self._refresh()
@@ -452,6 +480,9 @@ class MainWindow(QMainWindow):
             saved = self.stack.retry_pending()
         except WriteFailed as exc:
             self._show_write_error(str(exc))
+            return
+        except ConflictError as exc:
+            self._show_conflict(exc)
             return
         self.show_status(f"saved {saved} pending edit(s)")
         self._refresh()

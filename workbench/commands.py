@@ -18,7 +18,7 @@ from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from storage.errors import StoreError
+from storage.errors import ConflictError, StoreError
 from workbench.errors import AglwError
 from workbench.labels import LabelChange, LabelService
 
@@ -63,69 +63,92 @@ class Command(ABC):
 
 
 class _LabelCommand(Command):
-    """Shared mechanics: remember the old values on first execution, write them back on undo."""
+    """Shared mechanics: remember the old values on first execution, write them back on undo.
 
-    def __init__(self, service: LabelService, values: dict[str, Any]) -> None:
+    Every write is version-checked (optimistic concurrency): the first one against
+    ``base_version``, the row version the person saw (None: unchecked, as a one-off CLI edit),
+    each undo and redo against the version this command itself left. When another window,
+    process or annotator changed the row in between, the write raises
+    :class:`~storage.errors.ConflictError` and nothing is overwritten.
+    """
+
+    def __init__(self, service: LabelService, values: dict[str, Any], base_version: int | None = None) -> None:
         super().__init__()
         self.service = service
         self.values = dict(values)
         self.previous: dict[str, Any] | None = None
+        self.version: int | None = base_version
 
     @abstractmethod
-    def _write(self, values: dict[str, Any], action: str) -> LabelChange: ...
+    def _write(self, values: dict[str, Any], action: str, expected_version: int | None) -> LabelChange: ...
 
     def execute(self) -> None:
-        change = self._write(self.values, "redo" if self.executed else "do")
+        change = self._write(self.values, "redo" if self.executed else "do", self.version)
         if self.previous is None:
             self.previous = change.old
+        self.version = change.version
         self.executed = True
 
     def undo(self) -> None:
         if self.previous is None:
             raise RuntimeError("cannot undo a command that never ran")
-        self._write(self.previous, "undo")
+        self.version = self._write(self.previous, "undo", self.version).version
 
 
 class SetCategoryLabel(_LabelCommand):
     """Set an expert's contribution / effect / per-clip polarity for one category of a clip."""
 
-    def __init__(self, service: LabelService, annotator_id: int, clip_id: int, category_id: str, **values: Any) -> None:
-        super().__init__(service, values)
+    def __init__(
+        self, service: LabelService, annotator_id: int, clip_id: int, category_id: str,
+        base_version: int | None = None, **values: Any,
+    ) -> None:
+        super().__init__(service, values, base_version)
         self.annotator_id, self.clip_id, self.category_id = annotator_id, clip_id, category_id
+        self.row_key = ("category_label", annotator_id, clip_id, category_id)
         fields = ", ".join(f"{k}={v}" for k, v in values.items())
         self.description = f"set {fields} for {category_id}"
 
-    def _write(self, values: dict[str, Any], action: str) -> LabelChange:
+    def _write(self, values: dict[str, Any], action: str, expected_version: int | None) -> LabelChange:
         return self.service.set_category_label(
-            self.annotator_id, self.clip_id, self.category_id, command_id=self.command_id, action=action, **values
+            self.annotator_id, self.clip_id, self.category_id, command_id=self.command_id, action=action,
+            expected_version=expected_version, **values,
         )
 
 
 class SetClipLabel(_LabelCommand):
     """Set an expert's rating / decision / note / quality overrule for a clip."""
 
-    def __init__(self, service: LabelService, annotator_id: int, clip_id: int, **values: Any) -> None:
-        super().__init__(service, values)
+    def __init__(
+        self, service: LabelService, annotator_id: int, clip_id: int, base_version: int | None = None, **values: Any
+    ) -> None:
+        super().__init__(service, values, base_version)
         self.annotator_id, self.clip_id = annotator_id, clip_id
+        self.row_key = ("clip_label", annotator_id, clip_id)
         self.description = "set " + ", ".join(f"{k}" for k in values) + " of clip"
 
-    def _write(self, values: dict[str, Any], action: str) -> LabelChange:
+    def _write(self, values: dict[str, Any], action: str, expected_version: int | None) -> LabelChange:
         return self.service.set_clip_label(
-            self.annotator_id, self.clip_id, command_id=self.command_id, action=action, **values
+            self.annotator_id, self.clip_id, command_id=self.command_id, action=action,
+            expected_version=expected_version, **values,
         )
 
 
 class SetCategoryPolarity(_LabelCommand):
     """Force a category's polarity (P / N / neutral, or ``None`` to remove the override)."""
 
-    def __init__(self, service: LabelService, annotator_id: int, category_id: str, polarity: str | None) -> None:
-        super().__init__(service, {"polarity": polarity})
+    def __init__(
+        self, service: LabelService, annotator_id: int, category_id: str, polarity: str | None,
+        base_version: int | None = None,
+    ) -> None:
+        super().__init__(service, {"polarity": polarity}, base_version)
         self.annotator_id, self.category_id = annotator_id, category_id
+        self.row_key = ("category_polarity", annotator_id, category_id)
         self.description = f"force {category_id} to {polarity or 'fitted'}"
 
-    def _write(self, values: dict[str, Any], action: str) -> LabelChange:
+    def _write(self, values: dict[str, Any], action: str, expected_version: int | None) -> LabelChange:
         return self.service.set_category_polarity(
-            self.annotator_id, self.category_id, values["polarity"], command_id=self.command_id, action=action
+            self.annotator_id, self.category_id, values["polarity"], command_id=self.command_id, action=action,
+            expected_version=expected_version,
         )
 
 
@@ -139,6 +162,7 @@ class CommandStack:
         self._pending_actions: dict[str, str] = {}  # command_id -> "undo" / "redo" ("do" when absent)
         self.last_error: str | None = None
         self._listeners: list[Callable[[], None]] = []
+        self._row_versions: dict[tuple[Any, ...], int | None] = {}  # label row -> version this stack left
 
     # observers (the GUI refreshes its undo actions and error banner from these)
     def subscribe(self, callback: Callable[[], None]) -> Callable[[], None]:
@@ -209,7 +233,13 @@ class CommandStack:
             command = self.pending[0]
             action = self.pending_action(command)
             try:
-                (command.undo if action == "undo" else command.execute)()
+                self._attempt(command, action)
+            except ConflictError:
+                # The pending edit is based on a row that has moved on: drop it, let the caller show both.
+                self.pending.pop(0)
+                self._pending_actions.pop(command.command_id, None)
+                self._notify()
+                raise
             except WRITE_ERRORS as exc:
                 self.last_error = _short(exc)
                 self._notify()
@@ -240,9 +270,28 @@ class CommandStack:
         if notify:
             self._notify()
 
+    def _attempt(self, command: Command, action: str) -> None:
+        """One write of ``command``, version-checked against what this stack last left on its row.
+
+        Several commands of one stack may edit the same row (contribution, then effect): an undo
+        or redo expects the version the stack's latest write left, not the one its own first
+        write left. A new edit ("do") keeps the version the person saw."""
+        key = getattr(command, "row_key", None)
+        if key is not None and action != "do" and key in self._row_versions:
+            command.version = self._row_versions[key]  # type: ignore[attr-defined]
+        (command.undo if action == "undo" else command.execute)()
+        if key is not None:
+            self._row_versions[key] = command.version  # type: ignore[attr-defined]
+
     def _run(self, command: Command, action: str) -> None:
         try:
-            (command.undo if action == "undo" else command.execute)()
+            self._attempt(command, action)
+        except ConflictError as exc:
+            # Not a write to retry: the row moved on. Nothing was written and the history is
+            # unchanged; the person sees both values and decides.
+            self.last_error = None
+            self._notify()
+            raise exc
         except WRITE_ERRORS as exc:
             log.warning("write failed for %s (%s): %s", command.description, action, _short(exc))
             self.last_error = _short(exc)

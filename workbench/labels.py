@@ -19,6 +19,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from storage import Store
+from storage.errors import ConflictError
 from storage.models import (
     Annotator,
     CategoryLabel,
@@ -175,6 +176,10 @@ def _validate(entity: str, values: dict[str, Any]) -> dict[str, Any]:
     return clean
 
 
+def _describe_values(values: dict[str, Any]) -> str:
+    return ", ".join(f"{name}={'empty' if value is None else value!r}" for name, value in values.items())
+
+
 def _encode(value: Any) -> str | None:
     return None if value is None else json.dumps(value, ensure_ascii=False)
 
@@ -272,15 +277,21 @@ class LabelService:
         polarity: Any = UNSET,
         command_id: str | None = None,
         action: str = "do",
+        expected_version: int | None = None,
     ) -> LabelChange:
-        """Set an expert's contribution (0–3), effect and/or per-clip polarity for a category."""
+        """Set an expert's contribution (0–3), effect and/or per-clip polarity for a category.
+
+        ``expected_version`` (here and in every write) is the row version the edit was based on
+        (0: no row yet); when the stored row has moved on, :class:`ConflictError` is raised and
+        nothing is written. None writes unconditionally.
+        """
         if not category_id or not category_id.strip():
             raise InputError("category id is empty; pass an AudioSet id such as /m/09x0r")
         values = _validate(
             "category_label", {"contribution": contribution, "effect": effect, "polarity": polarity}
         )
         keys = {"annotator_id": annotator_id, "clip_id": clip_id, "category_id": category_id.strip()}
-        return self._write("category_label", keys, values, command_id, action)
+        return self._write("category_label", keys, values, command_id, action, expected_version)
 
     def set_clip_label(
         self,
@@ -293,13 +304,16 @@ class LabelService:
         quality_overruled: Any = UNSET,
         command_id: str | None = None,
         action: str = "do",
+        expected_version: int | None = None,
     ) -> LabelChange:
         """Set an expert's rating (1–5), decision, note and/or quality overrule for a clip."""
         values = _validate(
             "clip_label",
             {"rating": rating, "decision": decision, "note": note, "quality_overruled": quality_overruled},
         )
-        return self._write("clip_label", {"annotator_id": annotator_id, "clip_id": clip_id}, values, command_id, action)
+        return self._write(
+            "clip_label", {"annotator_id": annotator_id, "clip_id": clip_id}, values, command_id, action, expected_version
+        )
 
     def set_category_polarity(
         self,
@@ -309,11 +323,12 @@ class LabelService:
         *,
         command_id: str | None = None,
         action: str = "do",
+        expected_version: int | None = None,
     ) -> LabelChange:
         """Force a category's polarity across the pool (``None`` removes the override)."""
         values = _validate("category_polarity", {"polarity": polarity})
         keys = {"annotator_id": annotator_id, "category_id": category_id}
-        return self._write("category_polarity", keys, values, command_id, action)
+        return self._write("category_polarity", keys, values, command_id, action, expected_version)
 
     def _write(
         self,
@@ -322,6 +337,7 @@ class LabelService:
         values: dict[str, Any],
         command_id: str | None,
         action: str,
+        expected_version: int | None = None,
     ) -> LabelChange:
         if not values:
             raise InputError("nothing to change: give at least one value")
@@ -332,7 +348,7 @@ class LabelService:
             try:
                 with self.store.write(wait_s=self.write_wait_s) as s:
                     self._check_refs(s, keys)
-                    return self._apply(s, entity, keys, values, command_id, action)
+                    return self._apply(s, entity, keys, values, command_id, action, expected_version)
             except IntegrityError:
                 # Lost an insert race for the same key (same annotator in two
                 # processes): the row exists now, so the retry updates it.
@@ -350,13 +366,33 @@ class LabelService:
 
     @staticmethod
     def _apply(
-        s: Session, entity: str, keys: dict[str, Any], values: dict[str, Any], command_id: str, action: str
+        s: Session,
+        entity: str,
+        keys: dict[str, Any],
+        values: dict[str, Any],
+        command_id: str,
+        action: str,
+        expected_version: int | None = None,
     ) -> LabelChange:
         model = _SPECS[entity].model
         query = select(model)
         for name, value in keys.items():
             query = query.where(getattr(model, name) == value)
+        # FOR UPDATE (PostgreSQL) / the write lock taken by BEGIN IMMEDIATE (SQLite): the version
+        # read here cannot change before this transaction commits.
         row = s.exec(query.with_for_update()).first()
+        stored_version = 0 if row is None else (row.version or 0)
+        if expected_version is not None and stored_version != expected_version:
+            stored = {name: (None if row is None else getattr(row, name)) for name in values}
+            when = "" if row is None else f" at {row.updated_at:%Y-%m-%d %H:%M:%S}"
+            raise ConflictError(
+                f"{action} refused: this {entity.replace('_', ' ')} was changed elsewhere since it was read "
+                f"(version {expected_version}, now {stored_version}{when}); stored {_describe_values(stored)}, "
+                f"yours {_describe_values(values)}. Nothing was overwritten; reload to see the stored value",
+                stored=stored,
+                yours=dict(values),
+                stored_version=stored_version,
+            )
         if row is None:
             row = model(**keys)
             old = {name: None for name in values}

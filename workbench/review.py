@@ -184,6 +184,7 @@ class CategoryRow:
     other_experts: tuple[ExpertLabelView, ...]
     expert_category_polarity: str | None = None
     alm_judgments: tuple[JudgmentView, ...] = ()
+    expert_version: int = 0  # version of the expert's stored label row (0: none yet)
 
 
 @dataclass(frozen=True)
@@ -191,6 +192,7 @@ class ClipLabelState:
     rating: int | None = None
     decision: str | None = None
     note: str | None = None
+    version: int = 0  # the stored row's version (0: none yet); edits are checked against it
 
 
 @dataclass(frozen=True)
@@ -644,12 +646,13 @@ class ReviewService:
                     other_experts=tuple(others.get(category_id, ())),
                     expert_category_polarity=own_polarities.get(category_id),
                     alm_judgments=tuple(by_category.get(category_id, ())),
+                    expert_version=mine.version if mine else 0,
                 )
             )
         own_label = ClipLabelState()
         other_clip_labels = []
         for label in clip_labels:
-            state = ClipLabelState(label.rating, label.decision, label.note)
+            state = ClipLabelState(label.rating, label.decision, label.note, label.version)
             if label.annotator_id == annotator_id:
                 own_label = state
             else:

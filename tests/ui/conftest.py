@@ -8,6 +8,21 @@ from pathlib import Path
 import pytest
 
 
+@pytest.fixture(autouse=True)
+def no_unexpected_dialogs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A modal dialog nobody expected fails the test at once instead of hanging it offscreen.
+
+    Tests that expect a dialog patch ``QMessageBox.exec`` (or the window's ask method) themselves."""
+    from PySide6.QtWidgets import QMessageBox
+
+    def refuse(box, *args, **kwargs):  # type: ignore[no-untyped-def]
+        text = box.text() if isinstance(box, QMessageBox) else ""
+        info = box.informativeText() if isinstance(box, QMessageBox) else ""
+        raise AssertionError(f"unexpected modal dialog: {text} {info}".strip())
+
+    monkeypatch.setattr(QMessageBox, "exec", refuse)
+
+
 @pytest.fixture(scope="session")
 def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from workbench.demo import create_demo_project

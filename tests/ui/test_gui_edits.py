@@ -204,3 +204,39 @@ def test_direction_axis_title_is_short_and_the_full_wording_is_kept(make_window,
     assert axis.labelText == "azimuth °"
     assert axis.toolTip() == "azimuth (°, +90 = left)"
     assert "+90 = left" in window.player_view.direction_note.textItem.toPlainText()
+
+
+def test_two_windows_on_one_label_the_second_save_shows_both_values_and_overwrites_nothing(  # type: ignore[no-untyped-def]
+    make_window, demo_store, monkeypatch
+) -> None:
+    from PySide6.QtWidgets import QMessageBox
+
+    shown: list[tuple[str, str]] = []
+    monkeypatch.setattr(QMessageBox, "exec", lambda box: shown.append((box.text(), box.informativeText())) or 0)
+    clip_id = _clip_id(demo_store, "DEMO-0002")
+    first, second = make_window(), make_window()  # same annotator, e.g. two laptops
+    first.open_clip(clip_id)
+    second.open_clip(clip_id)  # both read "no label yet"
+    rows = [r.category_id for r in first.grid.grid_model.rows]
+    row = rows.index("/m/05kq4")
+    a, b = first.grid.grid_model, second.grid.grid_model
+    assert a.setData(a.index(row, a.contribution_column), 3)
+    b.setData(b.index(row, b.contribution_column), 1)  # refused: a dialog with both values
+    assert len(shown) == 1
+    text, info = shown[0]
+    assert "changed in another window" in text
+    assert "Stored now: contribution: 3" in info and "Your change: contribution: 1" in info
+    labels = LabelService(demo_store)
+    [stored] = [l for l in labels.category_labels(clip_id, first.annotator.id) if l.category_id == "/m/05kq4"]
+    assert stored.contribution == 3
+    # the second window now shows the stored value, and an edit from there is based on it
+    assert b.index(row, b.contribution_column).data() == "3 decisive"
+    assert not second.stack.can_undo
+    assert b.setData(b.index(row, b.contribution_column), 2)
+    [stored] = [l for l in labels.category_labels(clip_id, first.annotator.id) if l.category_id == "/m/05kq4"]
+    assert stored.contribution == 2
+    # the first window's undo would put back "empty" over the second window's 2: refused too
+    first.undo()
+    assert len(shown) == 2 and "Stored now: contribution: 2" in shown[1][1]
+    history = labels.history(annotator_id=first.annotator.id, clip_id=clip_id)
+    assert [(h.old_value, h.new_value, h.action) for h in history] == [(None, 3, "do"), (3, 2, "do")]

@@ -6,11 +6,15 @@ commit returned.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Optional
 
 import typer
 
 from workbench.cli.context import app_context, emit_json, show
+from storage.errors import ConflictError
+from workbench.errors import AglwError
 from workbench.labels import UNSET, AnnotatorInfo, LabelChange, LabelService
 
 label_app = typer.Typer(help="Record expert labels (each edit is committed before it is acknowledged).")
@@ -61,6 +65,22 @@ def _acknowledge(ctx: typer.Context, change: LabelChange, what: str) -> None:
         show(f"saved: {what} (version {change.version})")
 
 
+_EXPECT_HELP = (
+    "Only write if the stored label still has this version (0: none yet), as printed by the last "
+    "save or `label history`; otherwise exit 1 with both values and change nothing."
+)
+
+
+@contextmanager
+def _conflict_named(ctx: typer.Context, what: str) -> Iterator[None]:
+    """Name the label (clip key, category) in a conflict's one-line message."""
+    try:
+        yield
+    except ConflictError as exc:
+        raise ConflictError(f"{what}: {exc}", stored=exc.stored, yours=exc.yours,
+                            stored_version=exc.stored_version) from None
+
+
 @label_app.command("set")
 def label_set(
     ctx: typer.Context,
@@ -69,18 +89,21 @@ def label_set(
     contribution: Optional[str] = typer.Option(None, "--contribution", help="0-3, or 'none' to clear."),
     effect: Optional[str] = typer.Option(None, "--effect", help="helped|misled|neutral, or 'none'."),
     polarity: Optional[str] = typer.Option(None, "--polarity", help="Per-clip polarity P|N|neutral, or 'none'."),
+    expect_version: Optional[int] = typer.Option(None, "--expect-version", min=0, help=_EXPECT_HELP),
 ) -> None:
     """Record an expert's label for one category of one clip."""
     service, annotator = _labelling(ctx)
     clip_id = service.clip_id_for_key(clip)
-    change = service.set_category_label(
-        annotator.id,
-        clip_id,
-        category,
-        contribution=_optional_int(contribution, "--contribution"),
-        effect=_optional_text(effect),
-        polarity=_optional_text(polarity),
-    )
+    with _conflict_named(ctx, f"clip {clip}, category {category}"):
+        change = service.set_category_label(
+            annotator.id,
+            clip_id,
+            category,
+            contribution=_optional_int(contribution, "--contribution"),
+            effect=_optional_text(effect),
+            polarity=_optional_text(polarity),
+            expected_version=expect_version,
+        )
     _acknowledge(ctx, change, f"{annotator.name}: {clip} {category} {change.new}")
 
 
@@ -91,17 +114,20 @@ def label_clip(
     rating: Optional[str] = typer.Option(None, "--rating", help="1-5: how well could a careful listener place it."),
     decision: Optional[str] = typer.Option(None, "--decision", help="accept|reject|unsure, or 'none'."),
     note: Optional[str] = typer.Option(None, "--note", help="Free text note ('none' clears it)."),
+    expect_version: Optional[int] = typer.Option(None, "--expect-version", min=0, help=_EXPECT_HELP),
 ) -> None:
     """Record an expert's judgment of a whole clip."""
     service, annotator = _labelling(ctx)
     clip_id = service.clip_id_for_key(clip)
-    change = service.set_clip_label(
-        annotator.id,
-        clip_id,
-        rating=_optional_int(rating, "--rating"),
-        decision=_optional_text(decision),
-        note=_optional_text(note),
-    )
+    with _conflict_named(ctx, f"clip {clip}"):
+        change = service.set_clip_label(
+            annotator.id,
+            clip_id,
+            rating=_optional_int(rating, "--rating"),
+            decision=_optional_text(decision),
+            note=_optional_text(note),
+            expected_version=expect_version,
+        )
     _acknowledge(ctx, change, f"{annotator.name}: {clip} {change.new}")
 
 
@@ -110,11 +136,15 @@ def label_polarity(
     ctx: typer.Context,
     category: str = typer.Option(..., "--category", help="AudioSet category id."),
     polarity: str = typer.Option(..., "--polarity", help="P|N|neutral, or 'none' to return to the fitted one."),
+    expect_version: Optional[int] = typer.Option(None, "--expect-version", min=0, help=_EXPECT_HELP),
 ) -> None:
     """Force a category's polarity across the pool (an expert override of the fit)."""
     service, annotator = _labelling(ctx)
     value = _optional_text(polarity)
-    change = service.set_category_polarity(annotator.id, category, None if value is UNSET else value)  # type: ignore[arg-type]
+    with _conflict_named(ctx, f"category {category} polarity"):
+        change = service.set_category_polarity(
+            annotator.id, category, None if value is UNSET else value, expected_version=expect_version  # type: ignore[arg-type]
+        )
     _acknowledge(ctx, change, f"{annotator.name}: {category} polarity {change.new['polarity']}")
 
 
@@ -124,20 +154,36 @@ def label_history(
     clip: Optional[str] = typer.Option(None, "--clip", help="Only this clip."),
     mine: bool = typer.Option(False, "--mine", help="Only the current annotator's edits."),
 ) -> None:
-    """Show the append-only label history (who, when, old, new)."""
+    """Show the append-only label history (who, when, clip key, category name, old -> new).
+
+    ``--annotator NAME`` (before or after the command) shows only that annotator's edits.
+    """
+    from workbench.project import category_names, clip_keys
+
     app = app_context(ctx)
     service = LabelService(app.store())
-    annotator_id = service.ensure_annotator(app.annotator_name()).id if mine else None
+    annotator_id = None
+    if mine or app.annotator:
+        name = app.annotator_name()
+        found = service.find_annotator(name)
+        if found is None:
+            known = ", ".join(a.name for a in service.list_annotators()) or "none yet"
+            raise AglwError(f"no annotator named {name!r} in this project (annotators: {known})")
+        annotator_id = found.id
     clip_id = service.clip_id_for_key(clip) if clip else None
     names = {a.id: a.name for a in service.list_annotators()}
     entries = service.history(annotator_id=annotator_id, clip_id=clip_id)
+    keys = clip_keys(app.store(), {e.clip_id for e in entries if e.clip_id is not None})
+    categories = category_names(app.store()) if any(e.category_id for e in entries) else {}
     rows = [
         {
             "at": e.at.isoformat(),
             "annotator": names.get(e.annotator_id, str(e.annotator_id)),
             "entity": e.entity,
             "clip_id": e.clip_id,
+            "clip": keys.get(e.clip_id) if e.clip_id is not None else None,
             "category_id": e.category_id,
+            "category": categories.get(e.category_id) if e.category_id else None,
             "field": e.field,
             "old": e.old_value,
             "new": e.new_value,
@@ -150,9 +196,13 @@ def label_history(
         emit_json(rows)
         return
     for row in rows:
+        category = ""
+        if row["category_id"]:
+            category = f" {row['category']} ({row['category_id']})" if row["category"] else f" {row['category_id']}"
+        clip_text = f" {row['clip']}" if row["clip"] else ""
         show(
-            f"{row['at']}  {row['annotator']}  {row['entity']}  clip={row['clip_id']} "
-            f"{row['category_id'] or ''} {row['field']}: {row['old']!r} -> {row['new']!r} ({row['action']})"
+            f"{row['at']}  {row['annotator']}  {row['entity']}{clip_text}{category} {row['field']}: "
+            f"{row['old']!r} -> {row['new']!r} ({row['action']})"
         )
 
 
