@@ -7,11 +7,30 @@ instead of each resolving names on their own, so a category is called the same e
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
+from typing import Any
 
-from sqlmodel import col, select
+from sqlalchemy import func, or_
+from sqlmodel import Session, col, select
 
 from storage import Store
-from storage.models import Clip, CurationCategoryResult
+from storage.models import (
+    AlmRun,
+    Annotator,
+    CategoryLabel,
+    Clip,
+    ClipLabel,
+    ClipQuality,
+    CurationCategoryResult,
+    Dataset,
+    JudgeRun,
+    Judgment,
+    Prediction,
+    Tag,
+    TaggerRun,
+)
+from workbench.errors import InputError
+from workbench.media import AudioStatus, clip_audio, dataset_roots
 
 log = logging.getLogger(__name__)
 
@@ -21,7 +40,6 @@ def category_names(store: Store) -> dict[str, str]:
 
     Ids the project uses that neither source names are simply absent: callers show the id.
     """
-    from workbench.errors import InputError
     from workbench.tagging.ontology import load_local_ontology
 
     names: dict[str, str] = {}
@@ -50,3 +68,199 @@ def clip_keys(store: Store, clip_ids: set[int]) -> dict[int, str]:
     with store.session() as s:
         rows = s.exec(select(Clip.id, Clip.key).where(col(Clip.id).in_(sorted(clip_ids))))
         return {int(clip_id): key for clip_id, key in rows}
+
+
+# --------------------------------------------------------------------------- the latest of each
+
+
+def current_tagger_run(session: Session) -> TaggerRun | None:
+    """The tagger run whose tags the project shows: the newest finished one, else the newest."""
+    runs = session.exec(select(TaggerRun).order_by(col(TaggerRun.id).desc())).all()
+    for run in runs:
+        if run.status == "done":
+            return run
+    return runs[0] if runs else None
+
+
+def latest_judgments(
+    session: Session, clip_ids: Sequence[int] | None, *, per_alm: bool = False
+) -> list[tuple[Judgment, str, int | None]]:
+    """Judgments with their judge name and ALM run: each judge's latest run per clip only
+    (``per_alm``: per clip and ALM, as the review's ALM choice and ``judgments show`` need)."""
+    query = select(Judgment, JudgeRun.judge_name, JudgeRun.alm_run_id).join(
+        JudgeRun, col(Judgment.judge_run_id) == col(JudgeRun.id)
+    )
+    if clip_ids is not None:
+        query = query.where(col(Judgment.clip_id).in_(list(clip_ids)))
+    rows = session.exec(query).all()
+
+    def slot(judgment: Judgment, name: str, alm_run_id: int | None) -> tuple[Any, ...]:
+        return (judgment.clip_id, name, alm_run_id) if per_alm else (judgment.clip_id, name)
+
+    latest_run: dict[tuple[Any, ...], int] = {}
+    for row in rows:
+        key = slot(*row)
+        latest_run[key] = max(latest_run.get(key, -1), row[0].judge_run_id)
+    return [(j, n, a) for j, n, a in rows if j.judge_run_id == latest_run[slot(j, n, a)]]
+
+
+# --------------------------------------------------------------------------- read-back commands
+
+
+def _clip_summary(clip: Clip, audio: AudioStatus) -> dict[str, Any]:
+    return {
+        "key": clip.key, "title": clip.title, "city": clip.city, "country": clip.country,
+        "audio_path": str(audio.path) if audio.ok else None,
+        "audio": audio.state,
+        "last_known_audio_path": str(audio.path) if audio.state == "missing" and audio.path else None,
+    }
+
+
+def list_clips(
+    store: Store,
+    *,
+    search: str | None = None,
+    has_audio: bool | None = None,
+    has_prediction: str | None = None,
+    limit: int | None = None,
+) -> list[dict[str, Any]]:
+    """Clips by key with title, city, country and audio (``aglw clips list``).
+
+    ``search`` matches key, title or city (case-insensitive substring); ``has_audio`` keeps
+    clips whose recording is (True) or is not (False) usable by the one rule of
+    :mod:`workbench.media`; ``has_prediction`` keeps clips the named ALM answered.
+    """
+    roots = dataset_roots(store)
+    with store.session() as s:
+        query = select(Clip).order_by(col(Clip.key), col(Clip.id))
+        if search:
+            pattern = f"%{search.lower()}%"
+            query = query.where(
+                or_(
+                    func.lower(Clip.key).like(pattern),
+                    func.lower(func.coalesce(Clip.title, "")).like(pattern),
+                    func.lower(func.coalesce(Clip.city, "")).like(pattern),
+                )
+            )
+        if has_prediction is not None:
+            run = s.exec(select(AlmRun).where(AlmRun.model == has_prediction)).first()
+            if run is None:
+                known = ", ".join(s.exec(select(AlmRun.model).order_by(AlmRun.model))) or "none imported"
+                raise InputError(f"no ALM named {has_prediction!r} in this project (ALMs: {known})")
+            answered = select(Prediction.clip_id).where(Prediction.alm_run_id == run.id)
+            query = query.where(col(Clip.id).in_(answered))
+        if limit is not None and has_audio is None:
+            query = query.limit(limit)
+        clips = s.exec(query).all()
+    out: list[dict[str, Any]] = []
+    for clip in clips:
+        audio = clip_audio(clip.key, clip.audio_path, roots.get(clip.dataset_id, []))
+        if has_audio is not None and audio.ok != has_audio:
+            continue
+        out.append(_clip_summary(clip, audio))
+        if limit is not None and len(out) >= limit:
+            break
+    return out
+
+
+def clip_record(store: Store, key: str) -> dict[str, Any]:
+    """Everything stored about one clip, with names beside ids (``aglw clips show``)."""
+    from workbench.labels import clip_id_for_key
+
+    clip_id = clip_id_for_key(store, key)
+    names = category_names(store)
+    with store.session() as s:
+        clip = s.get(Clip, clip_id)
+        assert clip is not None
+        dataset = s.get(Dataset, clip.dataset_id)
+        quality = s.exec(select(ClipQuality).where(ClipQuality.clip_id == clip_id)).first()
+        tagger = current_tagger_run(s)
+        tags = []
+        if tagger is not None:
+            tags = [
+                {"id": t.audioset_id, "name": names.get(t.audioset_id), "probability": t.probability}
+                for t in s.exec(
+                    select(Tag).where(Tag.tagger_run_id == tagger.id, Tag.clip_id == clip_id)
+                    .order_by(col(Tag.probability).desc())
+                )
+            ]
+        predictions = [
+            {
+                "model": run.model, "predicted_city": p.predicted_city, "predicted_country": p.predicted_country,
+                "predicted_continent": p.predicted_continent, "predicted_latitude": p.predicted_latitude,
+                "predicted_longitude": p.predicted_longitude, "reasoning": p.reasoning,
+            }
+            for p, run in s.exec(
+                select(Prediction, AlmRun).join(AlmRun, col(Prediction.alm_run_id) == col(AlmRun.id))
+                .where(Prediction.clip_id == clip_id).order_by(col(AlmRun.model))
+            )
+        ]
+        annotators = {a.id: a.name for a in s.exec(select(Annotator))}
+        clip_labels = [
+            {"annotator": annotators.get(l.annotator_id), "rating": l.rating, "decision": l.decision,
+             "note": l.note, "version": l.version}
+            for l in s.exec(select(ClipLabel).where(ClipLabel.clip_id == clip_id))
+        ]
+        category_labels = [
+            {"annotator": annotators.get(l.annotator_id), "category_id": l.category_id,
+             "category": names.get(l.category_id), "contribution": l.contribution, "effect": l.effect,
+             "polarity": l.polarity, "version": l.version}
+            for l in s.exec(select(CategoryLabel).where(CategoryLabel.clip_id == clip_id))
+        ]
+    audio = clip_audio(clip.key, clip.audio_path, dataset_roots(store).get(clip.dataset_id, []))
+    metadata = {
+        name: getattr(clip, name)
+        for name in ("key", "title", "description", "city", "country", "continent", "latitude", "longitude",
+                     "altitude", "mp3name", "mp3seconds")
+    }
+    return {
+        **metadata,
+        "dataset": dataset.name if dataset else None,
+        "audio": {
+            "state": audio.state, "path": str(audio.path) if audio.path else None, "stored": audio.stored,
+            "message": audio.message, "sample_rate": clip.sample_rate, "n_channels": clip.n_channels,
+            "duration_s": clip.duration_s, "layout": clip.layout_override or clip.layout,
+        },
+        "quality": None if quality is None else {
+            "rms_dbfs": quality.rms_dbfs, "spectral_flatness": quality.spectral_flatness,
+            "clipping_ratio": quality.clipping_ratio, "aci": quality.aci,
+        },
+        "tagger": None if tagger is None else {"run_id": tagger.id, "model": tagger.model_name},
+        "tags": tags,
+        "predictions": predictions,
+        "judgments": judgment_records(store, clip_key=key),
+        "clip_labels": clip_labels,
+        "category_labels": category_labels,
+    }
+
+
+def judgment_records(
+    store: Store, *, clip_key: str | None = None, judge: str | None = None, alm: str | None = None
+) -> list[dict[str, Any]]:
+    """The latest judgment of each judge per clip and ALM, with clip keys and category names."""
+    from workbench.labels import clip_id_for_key
+
+    clip_ids = [clip_id_for_key(store, clip_key)] if clip_key else None
+    names = category_names(store)
+    with store.session() as s:
+        judges = set(s.exec(select(JudgeRun.judge_name)))
+        if judge is not None and judge not in judges:
+            raise InputError(f"no judge named {judge!r} in this project (judges: {', '.join(sorted(judges)) or 'none yet'})")
+        models = {r.id: r.model for r in s.exec(select(AlmRun))}
+        if alm is not None and alm not in models.values():
+            raise InputError(f"no ALM named {alm!r} in this project (ALMs: {', '.join(sorted(models.values())) or 'none'})")
+        rows = latest_judgments(s, clip_ids, per_alm=True)
+        keys = {c: k for c, k in s.exec(select(Clip.id, Clip.key).where(col(Clip.id).in_({j.clip_id for j, _, _ in rows})))}
+    out = []
+    for j, name, alm_run_id in rows:
+        model = models.get(alm_run_id) if alm_run_id is not None else None
+        if (judge is not None and name != judge) or (alm is not None and model != alm):
+            continue
+        out.append({
+            "clip": keys.get(j.clip_id), "judge": name, "alm": model, "category_id": j.category_id,
+            "category": names.get(j.category_id), "contribution": j.contribution, "effect": j.effect,
+            "mentioned": j.mentioned, "evidence": j.evidence, "status": j.status,
+            "failure_reason": j.failure_reason, "judge_run_id": j.judge_run_id,
+        })
+    out.sort(key=lambda r: (r["clip"] or "", r["alm"] or "", r["judge"], r["category_id"]))
+    return out

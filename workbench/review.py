@@ -92,6 +92,7 @@ class ClipRow:
     quality_flags: tuple[str, ...]
     is_demo: bool
     duration_s: float | None
+    city: str | None = None  # for the browser's search
 
     @property
     def distance_from_theta(self) -> float | None:
@@ -431,11 +432,9 @@ class ReviewService:
 
     @staticmethod
     def _latest_tagger_run(s: Any) -> TaggerRun | None:
-        runs = s.exec(select(TaggerRun).order_by(col(TaggerRun.id).desc())).all()
-        for run in runs:
-            if run.status == "done":
-                return run
-        return runs[0] if runs else None
+        from workbench.project import current_tagger_run
+
+        return current_tagger_run(s)
 
     @staticmethod
     def _latest_curation_run(s: Any) -> CurationRun | None:
@@ -445,23 +444,9 @@ class ReviewService:
     def _latest_judgments(
         s: Any, clip_ids: Sequence[int] | None, *, per_alm: bool = False
     ) -> list[tuple[Judgment, str, int | None]]:
-        """Judgments with their judge name and ALM run, only each judge's latest run per clip
-        (``per_alm``: per clip and ALM, for the clip detail's ALM choice)."""
-        query = select(Judgment, JudgeRun.judge_name, JudgeRun.alm_run_id).join(
-            JudgeRun, Judgment.judge_run_id == JudgeRun.id
-        )
-        if clip_ids is not None:
-            query = query.where(col(Judgment.clip_id).in_(list(clip_ids)))
-        rows = s.exec(query).all()
+        from workbench.project import latest_judgments
 
-        def slot(judgment: Judgment, name: str, alm_run_id: int | None) -> tuple[Any, ...]:
-            return (judgment.clip_id, name, alm_run_id) if per_alm else (judgment.clip_id, name)
-
-        latest_run: dict[tuple[Any, ...], int] = {}
-        for row in rows:
-            key = slot(*row)
-            latest_run[key] = max(latest_run.get(key, -1), row[0].judge_run_id)
-        return [(j, n, a) for j, n, a in rows if j.judge_run_id == latest_run[slot(j, n, a)]]
+        return latest_judgments(s, clip_ids, per_alm=per_alm)
 
     # ------------------------------------------------------------------ browser rows
 
@@ -522,6 +507,7 @@ class ReviewService:
                     quality_flags=_flag_names(result.quality_flags if result else None),
                     is_demo=clip.is_demo,
                     duration_s=clip.duration_s,
+                    city=clip.city,
                 )
             )
         return rows
@@ -748,18 +734,10 @@ def _clip_and_roots(session: Session, clip_id: int) -> tuple[Clip, list[Path]]:
 
 
 def _resolve_audio(clip: Clip, roots: list[Path]) -> tuple[Path | None, str | None]:
-    from workbench.audio.loader import AudioError, resolve_media_path
+    from workbench.media import clip_audio
 
-    relative = clip.audio_path or clip.mp3name
-    if not relative:
-        return None, f"clip {clip.key} has no audio file recorded; import it with a media root"
-    try:
-        path = resolve_media_path(relative, roots)
-    except AudioError as exc:
-        return None, str(exc)
-    if not path.is_file():
-        return None, f"{path}: audio file not found; check the media root of this dataset"
-    return path, None
+    status = clip_audio(clip.key, clip.audio_path, roots)
+    return (status.path, None) if status.ok else (None, status.message)
 
 
 def _prediction_view(prediction: Prediction, run: AlmRun, clip: Clip) -> PredictionView:

@@ -70,6 +70,11 @@ def test_analyze_clip_refuses_escapes_and_flags_the_pool(project) -> None:  # ty
     with pytest.raises(AudioError, match="refused"):
         analyze_clip(store, ids["escape"])
     analyze_clip(store, ids["loud"])
+    with pytest.raises(AudioError, match="no audio linked.*media link"):
+        analyze_clip(store, ids["quiet"])  # the one rule: mp3name alone is not audio until linked
+    from workbench.media import link_media
+
+    assert [entry["key"] for entry in link_media(store).linked] == ["quiet"]
     quiet = analyze_clip(store, ids["quiet"])
     assert quiet.layout == "mono"
     flags = pool_quality_flags(store)

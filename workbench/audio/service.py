@@ -17,7 +17,7 @@ from storage import Store
 from storage.models import Clip, ClipQuality, MediaRoot
 from workbench.audio.direction import analyze_direction_samples
 from workbench.audio.layout import detect_layout
-from workbench.audio.loader import AudioData, AudioError, content_hash, load_audio, resolve_media_path
+from workbench.audio.loader import AudioData, AudioError, content_hash, load_audio
 from workbench.audio.quality import (
     DEFAULT_THRESHOLDS,
     QualityMetrics,
@@ -129,13 +129,13 @@ def analyze_clip(
         if clip is None:
             raise InputError(f"no clip with id {clip_id} in this project")
         stored_quality = s.exec(select(ClipQuality).where(ClipQuality.clip_id == clip_id)).first()
-    relative = clip.audio_path or clip.mp3name
-    if not relative:
-        raise InputError(f"clip {clip.key!r} has no audio file; run `aglw fetch-audio` or set its media root")
+    from workbench.media import clip_audio
+
     roots = list(media_roots) if media_roots is not None else _media_roots(store, clip.dataset_id)
-    path = resolve_media_path(relative, roots)
-    if not path.exists():
-        raise AudioError(f"{path}: recording of clip {clip.key!r} not found; run `aglw fetch-audio` or check the media root")
+    status = clip_audio(clip.key, clip.audio_path, roots)
+    if not status.ok or status.path is None:
+        raise AudioError(status.message or f"clip {clip.key!r}: no audio")
+    path = status.path
     file_hash = content_hash(path)
     if (
         not force

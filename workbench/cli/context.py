@@ -134,10 +134,14 @@ def show(renderable: Any, *, min_width: int | None = None) -> None:
     ``min_width`` keeps a wide table readable when stdout is a pipe or a file (rich
     assumes 80 columns there and would elide every cell).
     """
+    # A line of text is data (a clip title "[b]x", a note "[/]"): never read as rich markup.
+    # A line stays one line in a pipe (rich would wrap it at 80 columns and break a path in two).
+    text = isinstance(renderable, str)
+    options = {"markup": False, "soft_wrap": True} if text else {}
     if min_width is not None and stdout.width < min_width:
-        Console(width=min_width, highlight=False).print(renderable)
+        Console(width=min_width, highlight=False).print(renderable, **options)
     else:
-        stdout.print(renderable)
+        stdout.print(renderable, **options)
 
 
 @contextmanager

@@ -16,6 +16,7 @@ from storage.errors import StoreError
 from workbench.cli import (
     agreement_cmds,
     audio_cmds,
+    clips_cmds,
     curation_cmds,
     data_cmds,
     gui_cmds,
@@ -51,7 +52,7 @@ def _root(
     ctx.call_on_close(ctx.obj.close)
 
 
-for _module in (data_cmds, label_cmds, audio_cmds, tagging_cmds, judge_cmds, curation_cmds, agreement_cmds, gui_cmds):
+for _module in (data_cmds, clips_cmds, label_cmds, audio_cmds, tagging_cmds, judge_cmds, curation_cmds, agreement_cmds, gui_cmds):
     _module.register(app)
 
 

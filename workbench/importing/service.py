@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from storage import Store
@@ -78,28 +78,36 @@ def _shorten(items: list[str]) -> str:
 def _audio_paths(
     table: DatasetTable, media_root: Path, report: ImportReport
 ) -> dict[str, str]:
-    """Clip key -> audio path relative to the media root, for files that exist inside it."""
+    """Clip key -> audio path relative to the media root, by the one rule of :mod:`workbench.media`."""
+    from workbench.media import MediaIndex
+
     root = media_root.resolve()
+    index = MediaIndex([root])
     found: dict[str, str] = {}
     escaping: list[str] = []
+    ambiguous: list[str] = []
     for row in table.rows:
         mp3name = row["mp3name"]
-        if not mp3name:
+        if mp3name and not (root / mp3name).resolve().is_relative_to(root):
+            escaping.append(row["key"])
             continue
-        for candidate in (Path(mp3name), Path(row["key"]) / mp3name):
-            resolved = (root / candidate).resolve()
-            if not resolved.is_relative_to(root):
-                escaping.append(row["key"])
-                break
-            if resolved.is_file():
-                found[row["key"]] = candidate.as_posix()
-                break
+        files = index.find(row["key"], mp3name or None)
+        if len(files) == 1:
+            found[row["key"]] = index.relative(files[0])[1]
+        elif len(files) > 1:
+            ambiguous.append(row["key"])
     if escaping:
         report.problems.append(
             f"{len(escaping)} clip(s) name an audio file outside the media root {root} "
             f"(ignored, no audio linked): {_shorten(escaping)}"
         )
         report.details["audio_outside_media_root"] = escaping
+    if ambiguous:
+        report.problems.append(
+            f"{len(ambiguous)} clip(s) match more than one file under the media root (not linked; "
+            f"see `aglw media link --dry-run`): {_shorten(ambiguous)}"
+        )
+        report.details["audio_ambiguous"] = ambiguous
     return found
 
 
@@ -204,6 +212,7 @@ def import_dataset(
                 for row in table.rows
             ]
             session.execute(insert(Clip.__table__), clip_rows)
+            linked = _link_waiting_predictions(session, dataset.id)
     except IntegrityError as exc:
         raise InputError(
             f"a dataset named {dataset_name!r} was created meanwhile; nothing was imported. "
@@ -211,7 +220,28 @@ def import_dataset(
         ) from exc
     report.stored = True
     report.counts["clips_stored"] = len(table.rows)
+    if linked:
+        report.counts["predictions_linked"] = linked
+        report.warnings.append(f"{linked} prediction(s) imported before this dataset are now linked to its clips")
     return report
+
+
+def _link_waiting_predictions(session: Any, dataset_id: int) -> int:
+    """Link predictions stored without a clip (imported before any dataset) to this dataset's
+    clips of the same key, in the import's transaction; returns how many were linked."""
+    key_to_clip = (
+        select(Clip.id)
+        .where(Clip.dataset_id == dataset_id, Clip.key == Prediction.question_id)
+        .scalar_subquery()
+    )
+    keys = select(Clip.key).where(Clip.dataset_id == dataset_id)
+    result = session.execute(
+        update(Prediction)
+        .where(Prediction.clip_id.is_(None), Prediction.question_id.in_(keys))  # type: ignore[union-attr]
+        .values(clip_id=key_to_clip)
+        .execution_options(synchronize_session=False)
+    )
+    return int(result.rowcount or 0)
 
 
 def _choose_dataset(
@@ -375,8 +405,8 @@ def import_predictions(
     report.details.update(dataset=dataset_name, unknown_keys=unknown_keys)
     if dataset_name is None:
         report.warnings.append(
-            "no dataset imported yet: the records are stored without clip links; import the "
-            "dataset first to use them per clip"
+            "no dataset imported yet: the records are stored without clip links; they are "
+            "linked when the dataset is imported"
         )
     elif unknown_keys:
         report.warnings.append(

@@ -28,7 +28,7 @@ from sqlmodel import delete, select
 
 from storage import Store
 from storage.models import Clip, MediaRoot, Tag, TaggerRun, TagStatus, TagTimeline, utcnow
-from workbench.audio.loader import load_audio, resolve_media_path
+from workbench.audio.loader import load_audio
 from workbench.errors import AglwError, InputError
 from workbench.tagging.assets import LoadedCheckpoint
 from workbench.tagging.inference import AudioTagger, TagResult
@@ -73,9 +73,12 @@ class _ClipJob:
 
 
 def _decode(job: _ClipJob) -> np.ndarray:
-    if not job.audio_path:
-        raise InputError(f"clip {job.key}: no audio file is recorded for it; fetch or link its audio first")
-    path = resolve_media_path(job.audio_path, job.media_roots)
+    from workbench.media import clip_audio
+
+    status = clip_audio(job.key, job.audio_path, job.media_roots)
+    if not status.ok or status.path is None:
+        raise InputError(status.message or f"clip {job.key}: no audio")
+    path = status.path
     audio = load_audio(path, sample_rate=SAMPLE_RATE, mono=True)
     return audio.samples[:, 0]
 
