@@ -105,12 +105,24 @@ def test_cli_tag_and_tag_file(project, checkpoint_file: Path, tmp_path: Path, mo
     monkeypatch.setenv("AGLW_ONTOLOGY", str(ontology_path))
     db = str(project.sqlite_path)
 
-    assert main(["--db", db, "--json", "tag", "--clips", "a,gone", "--model", "mn01_as", "--workers", "1"]) == 0
+    with project.write() as s:  # a clip whose recording was never linked
+        s.add(Clip(dataset_id=s.exec(select(Dataset)).one().id, key="unlinked", mp3name="later.mp3"))
+    # any requested clip failing exits 1, after the whole JSON summary
+    assert main(["--db", db, "--json", "tag", "--clips", "a,gone", "--model", "mn01_as", "--workers", "1"]) == 1
     payload = json.loads(capsys.readouterr().out)
     assert payload["tagged"] == 1 and [f["key"] for f in payload["failed"]] == ["gone"]
-    assert main(["--db", db, "--json", "tag", "--model", "mn01_as"]) == 0
+    assert main(["--db", db, "tag", "--model", "mn01_as"]) == 1
+    captured = capsys.readouterr()
+    # one summary line and the failures on stdout, not a line per clip of the pool on stderr
+    assert captured.out.splitlines()[0].startswith("run ") and "1 without audio (not attempted)" in captured.out
+    assert "1 clip(s) have no audio linked" in captured.err and "2 of 4 clip(s) failed" in captured.err
+    assert "tagging clip" not in captured.err
+    assert main(["--db", db, "--json", "tag", "--model", "mn01_as", "--clips", "a,b"]) == 0
     payload = json.loads(capsys.readouterr().out)
-    assert payload["resumed"] and payload["skipped"] == 1 and payload["tagged"] == 1
+    assert payload["resumed"] and payload["skipped"] == 2 and payload["tagged"] == 0 and not payload["no_audio"]
+    assert main(["--db", db, "--json", "tag", "--model", "mn01_as", "--clips", "unlinked"]) == 1
+    payload = json.loads(capsys.readouterr().out)
+    assert "no audio linked" in payload["failed"][0]["error"]
 
     assert main(["--db", db, "tag", "--clips", "nope", "--model", "mn01_as"]) == 1
     assert "unknown clip key(s) nope" in capsys.readouterr().err
@@ -130,3 +142,19 @@ def test_cli_tag_and_tag_file(project, checkpoint_file: Path, tmp_path: Path, mo
     assert "not a mn04 EfficientAT checkpoint" in capsys.readouterr().err
     assert main(["tag-file", str(audio), "--checkpoint", str(checkpoint_file)]) == 1
     assert "also pass --arch" in capsys.readouterr().err
+
+
+def test_tag_file_offline_without_an_ontology_says_how_to_provide_it(checkpoint_file: Path, tmp_path: Path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    from workbench.cli.main import main
+    from workbench.tagging import assets
+
+    monkeypatch.delenv("AGLW_ONTOLOGY", raising=False)
+    monkeypatch.delenv("AGLW_AUDIOSET_CLASSES", raising=False)
+    # nothing listens on port 9: the download fails the way it does offline, without the internet
+    monkeypatch.setattr(assets, "ONTOLOGY_URL", "http://127.0.0.1:9/ontology.json")
+    audio = tmp_path / "x.wav"
+    sf.write(audio, np.zeros(32_000, dtype=np.float32), 32_000)
+    assert main(["tag-file", str(audio), "--checkpoint", str(checkpoint_file), "--arch", "mn01"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert "cannot download ontology.json" in err and "AGLW_ONTOLOGY" in err

@@ -7,8 +7,11 @@ from typing import Optional
 
 import typer
 
-from workbench.cli.context import app_context, emit_json, progress_bar, show
+from workbench.cli.context import app_context, emit_json, progress_bar, say, show
 from workbench.errors import InputError
+
+# A summary lists this many failed clips; --json lists all.
+_SHOWN_FAILURES = 20
 
 
 def _split(values: list[str] | None) -> list[str] | None:
@@ -76,16 +79,26 @@ def register(app: typer.Typer) -> None:
             "tagged": summary.n_tagged,
             "skipped": summary.n_skipped,
             "failed": [{"key": f.key, "error": f.error} for f in summary.failures],
+            "no_audio": summary.no_audio,
         }
         if app.json:
             emit_json(payload)
         else:
             show(
                 f"run {summary.run_id} ({summary.model}): {summary.n_tagged} tagged, {summary.n_skipped} already done, "
-                f"{len(summary.failures)} failed"
+                f"{len(summary.failures)} failed, {len(summary.no_audio)} without audio (not attempted)"
             )
-            for failure in summary.failures:
+            for failure in summary.failures[:_SHOWN_FAILURES]:
                 show(f"  failed {failure.key}: {failure.error}")
+            if len(summary.failures) > _SHOWN_FAILURES:
+                say(f"{len(summary.failures) - _SHOWN_FAILURES} more failure(s) not shown; --json lists them all")
+        if summary.no_audio:
+            say(f"{len(summary.no_audio)} clip(s) have no audio linked: put the recordings under a media root "
+                "and run `aglw media link`")
+        if summary.failures:
+            say(f"aglw: {len(summary.failures)} of {summary.n_selected} clip(s) failed (stored with their errors; "
+                "`aglw tag` retries them)")
+            raise typer.Exit(1)
 
     @app.command("tag-file")
     def tag_file_command(

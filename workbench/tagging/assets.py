@@ -120,6 +120,8 @@ def resolve_checkpoint(name: str = DEFAULT_MODEL, *, download: bool = True, show
         description=f"downloading {spec.asset}",
         validate=lambda path: _read_state_dict(path, spec.arch),
         show_progress=show_progress,
+        provide_hint=f"put {spec.name}.pt in a folder named by AGLW_EFFICIENTAT_DIR (or efficientat_dir in "
+        "config.toml), or pass --checkpoint PATH --arch mnXX",
     )
     return cached
 
@@ -249,7 +251,9 @@ def _cached_or_download(url: str, dest: Path, download: bool, show_progress: boo
         return dest
     if not download:
         raise InputError(f"{dest.name} not found in {dest.parent}; set AGLW_ONTOLOGY / AGLW_AUDIOSET_CLASSES or download {url}")
-    download_file(url, dest, description=f"downloading {dest.name}", show_progress=show_progress)
+    variable = "AGLW_ONTOLOGY (or ontology_path in config.toml)" if dest.name == "ontology.json" else "AGLW_AUDIOSET_CLASSES"
+    download_file(url, dest, description=f"downloading {dest.name}", show_progress=show_progress,
+                  provide_hint=f"set {variable} to a local copy of {dest.name}")
     return dest
 
 

@@ -61,6 +61,7 @@ def download_file(
     expected_sha256: str | None = None,
     validate: Callable[[Path], None] | None = None,
     show_progress: bool = True,
+    provide_hint: str | None = None,
 ) -> str:
     """Fetch ``url`` into ``dest`` with a progress bar on stderr and an integrity check.
 
@@ -78,6 +79,9 @@ def download_file(
         Called with the temporary file; raises to reject the content.
     show_progress
         Draw a rich progress bar on stderr.
+    provide_hint
+        How to provide the file without a download (an environment variable, a setting),
+        added to every failure message: offline users need the way around, not a traceback.
 
     Returns
     -------
@@ -94,6 +98,8 @@ def download_file(
     digest = hashlib.sha256()
     received = 0
     hint = f"check the network, or download it yourself and place it at {dest}"
+    if provide_hint:
+        hint += f", or {provide_hint}"
     try:
         request = urllib.request.Request(url, headers={"User-Agent": "agl-workbench"})
         with urllib.request.urlopen(request, timeout=_TIMEOUT_S) as response:
