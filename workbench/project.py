@@ -6,7 +6,9 @@ instead of each resolving names on their own, so a category is called the same e
 
 from __future__ import annotations
 
+import difflib
 import logging
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -264,3 +266,56 @@ def judgment_records(
         })
     out.sort(key=lambda r: (r["clip"] or "", r["alm"] or "", r["judge"], r["category_id"]))
     return out
+
+
+# --------------------------------------------------------------------------- category ids
+
+_CATEGORY_ID = re.compile(r"/[a-z]/[0-9a-z_]+")
+
+
+def known_categories(store: Store) -> dict[str, str | None]:
+    """Every category id this project can mean: the AudioSet ontology's (when configured or
+    cached) and those its tags, judgments and labels use; id → name (None when unnamed)."""
+    names = category_names(store)
+    known: dict[str, str | None] = dict(names)
+    with store.session() as s:
+        for table, column in ((Tag, Tag.audioset_id), (Judgment, Judgment.category_id),
+                              (CategoryLabel, CategoryLabel.category_id)):
+            for category_id in s.exec(select(column).distinct()):
+                known.setdefault(category_id, None)
+    return known
+
+
+def check_category_id(store: Store, category_id: str, option: str = "--category") -> str:
+    """``category_id`` stripped, or an InputError naming close valid ids (or names) to use.
+
+    An id the ontology or the project knows is accepted. In a new project without tags and
+    without an ontology nothing is known yet: a well-formed AudioSet id (``/m/09x0r``) is
+    accepted there, so labelling can start before tagging.
+    """
+    value = (category_id or "").strip()
+    known = known_categories(store)
+    if value in known:
+        return value
+    by_name = {name.lower(): cid for cid, name in known.items() if name}
+    if value.lower() in by_name:
+        cid = by_name[value.lower()]
+        raise InputError(f"{option} {value!r} is a category name; pass its id: {option} {cid}")
+    if not known and _CATEGORY_ID.fullmatch(value):
+        return value
+    if not _CATEGORY_ID.fullmatch(value):
+        problem = "is not an AudioSet id (ids look like /m/09x0r)"
+    else:
+        problem = "is neither in the AudioSet ontology nor used by this project"
+    close = difflib.get_close_matches(value, list(known), n=3, cutoff=0.6)
+    close += [by_name[n] for n in difflib.get_close_matches(value.lower(), list(by_name), n=3, cutoff=0.6)]
+    hint = ", ".join(f"{cid} ({known[cid]})" if known[cid] else cid for cid in dict.fromkeys(close))
+    if hint:
+        hint = f"; did you mean {hint}?"
+    elif known:
+        hint = "; `aglw clips show KEY` or `aglw judgments show` list the ids in use"
+    else:
+        hint = ""
+    if not any(known.values()):
+        hint += " (set AGLW_ONTOLOGY to the AudioSet ontology.json to accept any AudioSet id)"
+    raise InputError(f"{option} {value!r} {problem}{hint}")

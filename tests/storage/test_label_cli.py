@@ -58,3 +58,30 @@ def test_label_errors_are_one_line_exit_1(sqlite_path, capsys) -> None:
     assert main(["--db", str(sqlite_path), "label", "clip", "--clip", "aporee_1_2", "--rating", "3"]) == 1
     assert "no annotator" in capsys.readouterr().err
     assert main(base + ["label", "clip", "--clip", "aporee_1_2", "--rating", "x"]) == 2
+
+
+def test_category_ids_are_checked_against_the_project(sqlite_path, capsys) -> None:
+    """A typo must not become a label nobody can see: unknown ids are refused with close matches."""
+    from storage.models import Tag, TaggerRun
+
+    _project(sqlite_path)
+    store = open_store(sqlite_path)
+    with store.write() as s:
+        run = TaggerRun(model_name="mn10_as", status="done")
+        s.add(run)
+        s.flush()
+        clip = s.exec(__import__("sqlmodel").select(Clip)).one()
+        s.add(Tag(tagger_run_id=run.id, clip_id=clip.id, class_index=0, audioset_id="/m/09x0r", probability=0.9))
+        s.add(Tag(tagger_run_id=run.id, clip_id=clip.id, class_index=1, audioset_id="/m/015p6", probability=0.4))
+    store.dispose()
+    base = ["--db", str(sqlite_path), "--annotator", "ana"]
+    assert main(base + ["label", "set", "--clip", "aporee_1_2", "--category", "/m/09x0", "--contribution", "1"]) == 1
+    err = capsys.readouterr().err
+    assert "'/m/09x0' is neither in the AudioSet ontology nor used by this project" in err
+    assert "did you mean /m/09x0r" in err and len(err.strip().splitlines()) == 1
+    assert main(base + ["label", "polarity", "--category", "Speech!", "--polarity", "N"]) == 1
+    assert "is not an AudioSet id" in capsys.readouterr().err
+    assert main(base + ["label", "set", "--clip", "aporee_1_2", "--category", "/m/015p6", "--contribution", "1"]) == 0
+    store = open_store(sqlite_path)
+    assert [l.category_id for l in LabelService(store).category_labels()] == ["/m/015p6"]
+    store.dispose()

@@ -92,8 +92,11 @@ def label_set(
     expect_version: Optional[int] = typer.Option(None, "--expect-version", min=0, help=_EXPECT_HELP),
 ) -> None:
     """Record an expert's label for one category of one clip."""
+    from workbench.project import check_category_id
+
     service, annotator = _labelling(ctx)
     clip_id = service.clip_id_for_key(clip)
+    category = check_category_id(service.store, category)
     with _conflict_named(ctx, f"clip {clip}, category {category}"):
         change = service.set_category_label(
             annotator.id,
@@ -139,7 +142,10 @@ def label_polarity(
     expect_version: Optional[int] = typer.Option(None, "--expect-version", min=0, help=_EXPECT_HELP),
 ) -> None:
     """Force a category's polarity across the pool (an expert override of the fit)."""
+    from workbench.project import check_category_id
+
     service, annotator = _labelling(ctx)
+    category = check_category_id(service.store, category)
     value = _optional_text(polarity)
     with _conflict_named(ctx, f"category {category} polarity"):
         change = service.set_category_polarity(
