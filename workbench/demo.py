@@ -91,6 +91,19 @@ class DemoClipSpec:
     tags: dict[str, float]
 
 
+def _category_columns(spec: DemoClipSpec) -> dict[str, float]:
+    """The AGL1K category columns of a demo clip: each root's strongest demo tag (0 when none),
+    human sounds as written; so a demo selection exports as a complete AGL1K table."""
+    from workbench.tagging.ontology import AGL1K_CATEGORY_ROOTS
+
+    columns = {}
+    for column, root in AGL1K_CATEGORY_ROOTS.items():
+        values = [p for category_id, p in spec.tags.items() if CATEGORIES[category_id][2] == root]
+        columns[column] = round(max(values, default=0.0), 3)
+    columns["human_sounds"] = spec.human_sounds
+    return columns
+
+
 DEMO_DB_NAME = "demo.sqlite"
 
 DEMO_CLIPS: tuple[DemoClipSpec, ...] = (
@@ -372,7 +385,7 @@ def _write_project(store: Store, media: Path, audio_info: dict, seed: int, param
             clip = Clip(
                 dataset_id=dataset.id, key=spec.key, short_key=spec.key, title=spec.title,
                 description=spec.description, city=spec.city, country=spec.country, continent=spec.continent,
-                latitude=spec.latitude, longitude=spec.longitude, human_sounds=spec.human_sounds,
+                latitude=spec.latitude, longitude=spec.longitude, **_category_columns(spec),
                 mp3name=info["path"], mp3seconds=DURATION_S, audio_path=info["path"],
                 sample_rate=SAMPLE_RATE, n_channels=info["channels"], duration_s=DURATION_S,
                 layout=info["layout"], content_hash=info["hash"], is_demo=True,

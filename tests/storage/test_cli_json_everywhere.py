@@ -1,0 +1,179 @@
+"""Every `aglw` subcommand, with --json before and after the subcommand: stdout is exactly one
+JSON value (cli.md). A command added without an entry here fails the coverage check."""
+
+from __future__ import annotations
+
+import functools
+import json
+import shutil
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+import torch
+import typer
+
+from tests.core.test_tagging_model import calibrated_model
+from tests.core.test_tagging_ontology import write_small_ontology
+from tests.support.fake_anthropic import FakeAnthropicAPI
+from workbench.cli.main import app, main
+
+KEY = "sk-ant-json-everywhere-0123456789"
+# screenshot renders the window offscreen, where Qt says this once per window
+pytestmark = pytest.mark.qt_log_ignore("does not support propagateSizeHints")
+
+# Commands this test does not run, with the reason.
+NOT_RUN = {"gui": "opens an interactive window (covered by the pytest-qt tests)"}
+
+
+def leaf_commands() -> set[str]:
+    """Every runnable command path of the CLI (a group with its own callback counts too)."""
+    found: set[str] = set()
+
+    def walk(command, path: list[str]) -> None:  # type: ignore[no-untyped-def]
+        subcommands = getattr(command, "commands", None)
+        if subcommands:
+            if getattr(command, "invoke_without_command", False) and path:
+                found.add(" ".join(path))
+            for name, sub in subcommands.items():
+                walk(sub, [*path, name])
+        else:
+            found.add(" ".join(path))
+
+    walk(typer.main.get_command(app), [])
+    return found
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    from workbench.demo import create_demo_project
+
+    root = tmp_path_factory.mktemp("everywhere")
+    demo = create_demo_project(root / "demo")
+    models = root / "models"
+    models.mkdir()
+    torch.save(calibrated_model("mn01", seed=3).state_dict(), models / "mn01_as.pt")
+    ontology, _ = write_small_ontology(root / "onto")
+    source = root / "source"  # what fetch-audio downloads from (a local HTTP server, no network)
+    for wav in (demo.db_path.parent / "media").glob("*.wav"):
+        (source / wav.stem).mkdir(parents=True)
+        shutil.copy(wav, source / wav.stem / wav.name)
+    ratings = root / "ratings.csv"
+    ratings.write_text("unit,rater,value\n" + "".join(f"u{u},r{r},{(u + r) % 3}\n" for u in range(8) for r in range(3)))
+    tone = root / "tone.wav"
+    t = np.arange(32_000) / 32_000
+    sf.write(tone, np.stack([np.sin(2 * np.pi * 440 * t), np.sin(2 * np.pi * 440 * t + 0.3)], axis=1), 32_000)
+    return {"root": root, "db": demo.db_path, "models": models, "ontology": ontology, "source": source,
+            "ratings": ratings, "tone": tone}
+
+
+def commands(w: dict, run: str, api_url: str) -> dict[str, list[str]]:
+    """Arguments per command; ``run`` keeps the two runs' output files apart."""
+    out = w["root"] / run
+    out.mkdir(exist_ok=True)
+    return {
+        "import dataset": ["--format", "agl1k", str(_agl1k_csv(out)), "--name", f"extra-{run}"],
+        "import predictions": ["--model", f"alm-{run}", str(_predictions(out))],
+        "metrics": ["--model", "DEMO-ALM (synthetic reasoning)"],
+        "leaderboard": [],
+        "fetch-audio": ["--clips", "DEMO-0001", "--to", str(out / "downloads"),
+                        "--url-template", f"{w['source_url']}/{{key}}/{{mp3name}}"],
+        "analyze": [str(w["tone"])],
+        "direction": [str(w["tone"]), "--layout", "binaural"],
+        "tag": ["--model", "mn01_as", "--clips", "DEMO-0001"],
+        "tag-file": [str(w["tone"]), "--model", "mn01_as", "--top", "2"],
+        "judge": ["--dry-run", "--alm", "DEMO-ALM (synthetic reasoning)"],
+        "judge models": ["--base-url", api_url],
+        "label set": ["--clip", "DEMO-0001", "--category", _a_category(w), "--contribution", "2"],
+        "label clip": ["--clip", "DEMO-0001", "--rating", "4"],
+        "label polarity": ["--category", _a_category(w), "--polarity", "N"],
+        "label history": [],
+        "fit": ["--preview"],
+        "select": ["--size", "2"],
+        "export selection": [str(out / "selection.csv")],
+        "agreement": ["--ratings", str(w["ratings"]), "--level", "nominal"],
+        "screenshot": ["--clip", "DEMO-0002", "--out", str(out / "shot.png"), "--size", "800x600"],
+        "demo": ["--no-gui", "--dir", str(out / "demo")],
+        "clips list": ["--limit", "2"],
+        "clips show": ["DEMO-0002"],
+        "media link": ["--dry-run"],
+        "judgments show": ["--clip", "DEMO-0002"],
+        "check locations": [],
+    }
+
+
+def _a_category(w: dict) -> str:
+    from storage import open_store
+    from storage.models import Tag
+
+    store = open_store(w["db"])
+    with store.session() as s:
+        category = s.exec(__import__("sqlmodel").select(Tag.audioset_id)).first()
+    store.dispose()
+    return str(category)
+
+
+def _agl1k_csv(folder: Path) -> Path:
+    from tests.storage.test_import_dataset import clip_row, write_csv
+
+    return write_csv(folder / "extra.csv", [clip_row(1), clip_row(2)])
+
+
+def _predictions(folder: Path) -> Path:
+    from tests.storage.test_import_predictions import HAND_RECORDS, write_jsonl
+
+    return write_jsonl(folder / "alm.jsonl", HAND_RECORDS[:2])
+
+
+def test_every_command_is_listed_here() -> None:
+    assert _names() | set(NOT_RUN) == leaf_commands()
+
+
+def _names() -> set[str]:
+    return {
+        "import dataset", "import predictions", "metrics", "leaderboard", "fetch-audio", "analyze", "direction",
+        "tag", "tag-file", "judge", "judge models", "label set", "label clip", "label polarity", "label history",
+        "fit", "select", "export selection", "agreement", "screenshot", "demo", "clips list", "clips show",
+        "media link", "judgments show", "check locations",
+    }
+
+
+@pytest.mark.slow
+def test_json_before_and_after_the_subcommand_prints_one_json_value(workspace, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("AGLW_EFFICIENTAT_DIR", str(workspace["models"]))
+    monkeypatch.setenv("AGLW_ONTOLOGY", str(workspace["ontology"]))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    monkeypatch.chdir(workspace["root"])
+    db = str(workspace["db"])
+    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(workspace["source"]))
+    handler.log_message = lambda *a: None  # type: ignore[attr-defined]
+    files = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=files.serve_forever, daemon=True).start()
+    workspace["source_url"] = f"http://127.0.0.1:{files.server_address[1]}"
+    try:
+        _run_all(workspace, db, capsys)
+    finally:
+        files.shutdown()
+        files.server_close()
+
+
+def _run_all(workspace: dict, db: str, capsys) -> None:  # type: ignore[no-untyped-def]
+    with FakeAnthropicAPI(expected_key=KEY) as api:
+        for run, placement in (("before", "before"), ("after", "after")):
+            table = commands(workspace, run, api.base_url)
+            assert set(table) == _names()
+            for name, args in table.items():
+                path = name.split()
+                argv = (["--json", "--db", db, "--annotator", "ana", *path, *args] if placement == "before"
+                        else [*path, *args, "--db", db, "--json", "--annotator", "ana"])
+                capsys.readouterr()
+                rc = main(argv)
+                captured = capsys.readouterr()
+                assert rc == 0, f"aglw {' '.join(argv)}: exit {rc}: {captured.err}"
+                try:
+                    json.loads(captured.out)
+                except json.JSONDecodeError as exc:
+                    pytest.fail(f"aglw {' '.join(argv)}: stdout is not one JSON value ({exc}): {captured.out[:300]!r}")
