@@ -19,6 +19,7 @@ from typing import Any
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, Signal
 from PySide6.QtWidgets import QComboBox, QStyledItemDelegate, QTableView, QWidget
 
+from ui.evidence import plain_tooltip
 from workbench.labels import CONTRIBUTIONS, EFFECTS, POLARITIES
 from workbench.review import CategoryRow, ClipDetail, ExpertLabelView
 
@@ -151,11 +152,12 @@ class AttributionModel(QAbstractTableModel):
                     return None
                 if judgment.status != "ok":
                     return "failed judgment"
-                return f"evidence: {judgment.evidence}" if judgment.evidence else "no evidence quoted"
+                # Quotes from a model: shown as written, never as markup.
+                return plain_tooltip(f"evidence: {judgment.evidence}") if judgment.evidence else "no evidence quoted"
             if column == self.others_column:
-                return other_experts_tooltip(row.other_experts)
+                return plain_tooltip(other_experts_tooltip(row.other_experts))
             if column == 0:
-                return f"{row.category_id} — {row.root}"
+                return plain_tooltip(f"{row.name}: {row.category_id} — {row.root}")
             return None
         if role != Qt.ItemDataRole.DisplayRole:
             return None

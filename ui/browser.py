@@ -8,6 +8,10 @@ filter, clicking a column header, or (re-)ticking "review queue order".
 
 Blind mode (:meth:`ClipBrowser.set_blind_mode`) hides the judge-derived "disagreement"
 column and disables its filter; the review queue order still uses it.
+
+The search field above the table keeps the clips whose key, city or title contains the typed
+text (case-insensitive). The key column is as wide as the longest key: a key is the clip's name
+and is never shown cut (the title is in the key's tooltip).
 """
 
 from __future__ import annotations
@@ -16,18 +20,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt, QTimer
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
     QGridLayout,
     QLabel,
+    QLineEdit,
+    QStyle,
     QTableView,
     QVBoxLayout,
     QWidget,
 )
 
+from ui.evidence import plain_tooltip
 from workbench.review import ClipRow, review_queue
 
 _Index = QModelIndex | QPersistentModelIndex
@@ -38,6 +45,7 @@ ROW_ROLE = Qt.ItemDataRole.UserRole + 2
 ANY = "any"
 FLAGGED = "flagged"
 CLEAN = "clean"
+SEARCH_DELAY_MS = 150
 
 
 class ClipTableModel(QAbstractTableModel):
@@ -111,7 +119,7 @@ class ClipTableModel(QAbstractTableModel):
                 return f"{value:.3f}"
             return "" if value is None else value
         if role == Qt.ItemDataRole.ToolTipRole and index.column() == 0:
-            return row.title
+            return plain_tooltip(row.title)
         if role == Qt.ItemDataRole.UserRole:
             # Sort value: numbers compare as numbers; missing values sort last.
             return float("inf") if value is None else value
@@ -127,6 +135,7 @@ class BrowserFilter:
     min_disagreement: float = 0.0
     max_distance_from_theta: float | None = None
     flagged: str = ANY  # any | flagged | clean | a flag name (clips carrying that flag)
+    search: str = ""  # case-insensitive part of the key, city or title
 
 
 class ClipFilterProxy(QSortFilterProxyModel):
@@ -175,6 +184,10 @@ class ClipFilterProxy(QSortFilterProxyModel):
             return False
         if c.flagged not in (ANY, FLAGGED, CLEAN) and c.flagged not in row.quality_flags:
             return False
+        if c.search:
+            needle = c.search.casefold()
+            if not any(needle in (text or "").casefold() for text in (row.key, row.city, row.title)):
+                return False
         return True
 
     def lessThan(self, left: _Index, right: _Index) -> bool:  # noqa: N802
@@ -228,6 +241,9 @@ class ClipBrowser(QWidget):
         self.max_distance.setSingleStep(0.05)
         self.queue_order = QCheckBox("review queue order")
         self.queue_order.setChecked(True)
+        self.search = QLineEdit()
+        self.search.setPlaceholderText("search key, city or title")
+        self.search.setClearButtonEnabled(True)
         bar = QGridLayout()
         pairs = (("country", self.country), ("continent", self.continent), ("speech", self.speech),
                  ("status", self.status), ("flags", self.flagged), ("disagree ≥", self.min_disagreement),
@@ -240,7 +256,15 @@ class ClipBrowser(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(bar)
+        layout.addWidget(self.search)
         layout.addWidget(self.table, 1)
+        # Filtering 100,000 rows takes a moment: once typing pauses, not on every key.
+        self._search_timer = QTimer(self)
+        self._search_timer.setSingleShot(True)
+        self._search_timer.setInterval(SEARCH_DELAY_MS)
+        self._search_timer.timeout.connect(self._apply_filter)
+        self.search.textChanged.connect(self._search_timer.start)
+        self.search.returnPressed.connect(self._apply_filter)
         for box in (self.country, self.continent, self.speech, self.status, self.flagged):
             box.currentTextChanged.connect(self._apply_filter)
         for spin in (self.min_disagreement, self.max_distance):
@@ -255,6 +279,7 @@ class ClipBrowser(QWidget):
         """Load the rows afresh: filter and sort them; the current clip stays selected."""
         current = self.current_clip_id()
         self.model.set_rows(rows)
+        self._fit_key_column()
         self._fill_choices(rows)
         self.proxy.set_criteria(self.criteria())
         self.resort()
@@ -269,8 +294,23 @@ class ClipBrowser(QWidget):
         if not self.model.rows or not self.model.refresh_rows(rows):
             self.set_rows(rows)
             return
+        self._fit_key_column()  # a key may have been renamed
         if self._fill_choices(rows):
             self._apply_filter()  # a chosen country/continent/flag is gone
+
+    def _fit_key_column(self) -> None:
+        """Widen the key column to the longest key (measured on the longest few, not every row:
+        a project may hold 100,000 clips); the user can still resize it."""
+        keys = sorted({row.key for row in self.model.rows}, key=len, reverse=True)[:50]
+        if not keys:
+            return
+        metrics = self.table.fontMetrics()
+        text = max(metrics.horizontalAdvance(key) for key in keys)
+        # The item's text margins (the style's focus frame margin, each side) and a little air.
+        margin = 2 * (self.table.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, self.table) + 1)
+        header = self.table.horizontalHeader()
+        title = header.fontMetrics().horizontalAdvance(COLUMNS[0]) + 24  # sort indicator
+        self.table.setColumnWidth(0, max(text + margin + 8, title))
 
     def _fill_choices(self, rows: Sequence[ClipRow]) -> bool:
         """The combo boxes' values from the rows; True when a chosen value had to be dropped."""
@@ -305,9 +345,11 @@ class ClipBrowser(QWidget):
             min_disagreement=0.0 if self.blind_mode else self.min_disagreement.value(),
             max_distance_from_theta=self.max_distance.value() or None,
             flagged=self.flagged.currentText() or ANY,
+            search=self.search.text().strip(),
         )
 
     def _apply_filter(self) -> None:
+        self._search_timer.stop()
         self.proxy.set_criteria(self.criteria())
         self.resort()
 

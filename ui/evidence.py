@@ -1,13 +1,20 @@
 """Evidence panels: tags, the ALM's reasoning, location, metadata, and the clip judgment panel.
 
-Text from datasets and models is shown as plain text only (``setPlainText``), never as
-rich text or HTML: a description containing ``<img src=http://…>`` shows those characters.
+Text from datasets and models is shown as plain text only (``setPlainText``, labels with
+``Qt.PlainText``), never as rich text or HTML: a description containing ``<img src=http://…>``
+shows those characters. Qt renders a tooltip as rich text when it looks like HTML, so tooltips
+with such text go through :func:`plain_tooltip`. Dataset descriptions (AGL1K) break their lines
+with ``<br />`` and escape characters as entities: :func:`description_text` turns those into
+line breaks and characters, and leaves every other tag as literal text.
 """
 
 from __future__ import annotations
 
+import html
+import math
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor, QFont, QMouseEvent, QSyntaxHighlighter, QTextCharFormat, QTextDocument
@@ -26,7 +33,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from workbench.review import ClipDetail, TagView
+from workbench.errors import InputError
+from workbench.review import CategoryRow, ClipDetail, PredictionView, TagView
 from workbench.timerefs import TimeRef, find_time_references
 
 ROOT_COLOURS = {
@@ -52,6 +60,109 @@ def plain_label(text: str = "") -> QLabel:
     return label
 
 
+def plain_tooltip(text: str | None) -> str | None:
+    """A tooltip that shows ``text`` as written (line breaks kept), whatever characters it holds.
+
+    Qt renders a tooltip that looks like HTML as rich text (``<img src=…>`` would load an image);
+    escaped and wrapped in a paragraph, it is rich text whose rendering is exactly ``text``.
+    """
+    if not text:
+        return text
+    return f'<p style="white-space:pre-wrap">{html.escape(text)}</p>'
+
+
+_LINE_BREAK = re.compile(r"<br\s*/?\s*>", re.IGNORECASE)
+
+
+def description_text(raw: str) -> str:
+    """A dataset description as plain text: ``<br />`` (any spelling) → line break, entities → characters.
+
+    Line breaks are converted first, so an escaped ``&lt;br /&gt;`` stays the characters ``<br />``.
+    Any other tag stays literal text (it is shown, never rendered).
+    """
+    return html.unescape(_LINE_BREAK.sub("\n", raw))
+
+
+MUSIC_GENRE_ID = "/m/0kpv1t"
+# Tag names that are everyday words in a location reasoning ("the country is Morocco"): a mention
+# of the word says nothing about the tag. Used with or without an ontology; with one, every
+# music genre (descendant of "Music genre") is left out of the highlighting as well.
+GENERIC_TAG_WORDS = frozenset({
+    "country", "pop", "rock", "house", "world", "soul", "blues", "funk", "swing", "dub", "chant",
+    "mantra", "grunge", "electro", "opera",
+})
+
+
+@lru_cache(maxsize=1)
+def _music_genre_ids() -> frozenset[str]:
+    """The AudioSet music-genre classes, from the local ontology (empty without one)."""
+    from workbench.tagging.ontology import load_local_ontology
+
+    try:
+        ontology = load_local_ontology()
+    except InputError:
+        return frozenset()
+    if ontology is None or MUSIC_GENRE_ID not in ontology.nodes:
+        return frozenset()
+    return frozenset(ontology.descendants(MUSIC_GENRE_ID))
+
+
+def highlighted_names(categories: Sequence[CategoryRow | str]) -> list[str]:
+    """The category names worth highlighting in a reasoning: music genres and tag names that are
+    everyday words (``Country``) are left out. Plain strings are names without an id."""
+    genres = _music_genre_ids()
+    names = []
+    for category in categories:
+        name = category if isinstance(category, str) else category.name
+        category_id = None if isinstance(category, str) else category.category_id
+        if not name or name.casefold() in GENERIC_TAG_WORDS or category_id in genres:
+            continue
+        names.append(name)
+    return names
+
+
+def _coordinates(latitude: float | str | None, longitude: float | str | None) -> str:
+    """`` (lat, lon)`` with 4 decimals; as written when not numbers (an ALM's answer may be
+    anything), ``?`` for a missing one; empty when both are missing."""
+    if latitude in (None, "") and longitude in (None, ""):
+        return ""
+    try:
+        lat, lon = float(latitude), float(longitude)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return f" ({latitude or '?'}, {longitude or '?'})"
+    if not (math.isfinite(lat) and math.isfinite(lon)):
+        return f" ({latitude}, {longitude})"
+    return f" ({lat:.4f}, {lon:.4f})"
+
+
+def true_location_text(detail: ClipDetail) -> str:
+    place = ", ".join(p for p in (detail.city, detail.country, detail.continent) if p) or "place unknown"
+    return f"{place}{_coordinates(detail.latitude, detail.longitude)}"
+
+
+def predicted_location_text(prediction: PredictionView) -> str:
+    where = ", ".join(x for x in (prediction.predicted_city, prediction.predicted_country,
+                                  prediction.predicted_continent) if x)
+    coords = _coordinates(prediction.predicted_latitude, prediction.predicted_longitude)
+    return f"{where or 'no answer'}{coords}"
+
+
+def error_text(prediction: PredictionView) -> str:
+    return "error unknown" if prediction.error_km is None else f"error {prediction.error_km:,.0f} km"
+
+
+def location_text(detail: ClipDetail | None) -> str:
+    """One line: the clip's true location, the shown ALM's predicted one and the distance between."""
+    if detail is None:
+        return ""
+    truth = f"True: {true_location_text(detail)}"
+    p = detail.prediction
+    if p is None:
+        return f"{truth}  ·  no ALM prediction for this clip"
+    model = f"{p.model}{' [DEMO]' if p.is_demo else ''}"
+    return f"{truth}  ·  {model} predicted: {predicted_location_text(p)}  ·  {error_text(p)}"
+
+
 class TagsPanel(QTableWidget):
     """Top-k EfficientAT tags with probability bars coloured by ontology root."""
 
@@ -68,7 +179,7 @@ class TagsPanel(QTableWidget):
         self.setRowCount(len(shown))
         for row, tag in enumerate(shown):
             item = QTableWidgetItem(tag.name)
-            item.setToolTip(f"{tag.audioset_id} — {tag.root}")
+            item.setToolTip(plain_tooltip(f"{tag.name}: {tag.audioset_id} — {tag.root}"))
             self.setItem(row, 0, item)
             bar = QProgressBar()
             bar.setRange(0, 1000)
@@ -120,10 +231,11 @@ class ReasoningView(QPlainTextEdit):
         self.highlighter = _ReasoningHighlighter(self.document())
         self.references: list[TimeRef] = []
 
-    def set_reasoning(self, text: str, category_names: Sequence[str]) -> None:
+    def set_reasoning(self, text: str, categories: Sequence[CategoryRow | str]) -> None:
+        """Show ``text``; highlight the categories' names (see :func:`highlighted_names`) and time references."""
         self.setPlainText(text)
         self.references = find_time_references(text)
-        self.highlighter.set_categories(category_names)
+        self.highlighter.set_categories(highlighted_names(categories))
 
     def reference_at(self, position: int) -> TimeRef | None:
         """The time reference covering character ``position`` of the text, if any."""
@@ -165,6 +277,10 @@ class ClipInfoPanel(QWidget):
         super().__init__(parent)
         self.preferred_alm_run_id: int | None = None
         self._updating = False
+        self._decoded: tuple[int, int, str | None] | None = None  # clip id, channels, layout of the decoded file
+        self._detail_clip_id: int | None = None
+        self._stored_audio: tuple[int | None, str | None] = (None, None)
+        self._place = ""
         self.title = plain_label()
         font = self.title.font()
         font.setBold(True)
@@ -194,6 +310,7 @@ class ClipInfoPanel(QWidget):
         """Show ``detail``; the prediction and the selected ALM are those of ``detail.alm_run_id``."""
         self._fill_models(detail)
         if detail is None:
+            self._detail_clip_id = None
             for widget in (self.title, self.truth):
                 widget.setText("")
             self.predictions.setPlainText("")
@@ -201,23 +318,32 @@ class ClipInfoPanel(QWidget):
             return
         demo = " [DEMO]" if detail.is_demo else ""
         self.title.setText(f"{detail.key}{demo} — {detail.title}")
-        place = ", ".join(p for p in (detail.city, detail.country, detail.continent) if p)
-        coords = "" if detail.latitude is None else f" ({detail.latitude:.4f}, {detail.longitude:.4f})"
-        audio = f"{detail.n_channels or '?'} ch, {detail.layout or 'layout unknown'}"
-        self.truth.setText(f"True location: {place}{coords} · {audio}")
+        self._detail_clip_id = detail.clip_id
+        self._stored_audio = (detail.n_channels, detail.layout)
+        self._show_truth(true_location_text(detail))
         p = detail.prediction
         if p is None:
             self.predictions.setPlainText("No ALM prediction for this clip.")
         else:
-            where = ", ".join(x for x in (p.predicted_city, p.predicted_country, p.predicted_continent) if x)
-            coords = ""
-            if p.predicted_latitude or p.predicted_longitude:
-                coords = f" ({p.predicted_latitude or '?'}, {p.predicted_longitude or '?'})"
-            error = "error unknown" if p.error_km is None else f"error {p.error_km:,.0f} km"
             self.predictions.setPlainText(
-                f"{p.model}{' [DEMO]' if p.is_demo else ''} predicted: {where or 'no answer'}{coords} — {error}"
+                f"{p.model}{' [DEMO]' if p.is_demo else ''} predicted: {predicted_location_text(p)} — {error_text(p)}"
             )
-        self.description.setPlainText(detail.description)
+        self.description.setPlainText(description_text(detail.description))
+
+    def set_decoded_audio(self, clip_id: int, n_channels: int, layout: str | None) -> None:
+        """The channels and layout of the clip's decoded file: they replace what the store says
+        (an imported clip often records neither) for as long as this clip is shown."""
+        self._decoded = (clip_id, n_channels, layout)
+        if self._detail_clip_id == clip_id:
+            self._show_truth(self._place)
+
+    def _show_truth(self, place: str) -> None:
+        self._place = place
+        n_channels, layout = self._stored_audio
+        if self._decoded is not None and self._decoded[0] == self._detail_clip_id:
+            _, n_channels, layout = self._decoded
+        audio = f"{n_channels or '?'} ch, {layout or 'layout unknown'}"
+        self.truth.setText(f"True location: {place} · {audio}")
 
     def _fill_models(self, detail: ClipDetail | None) -> None:
         self._updating = True

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 
 from storage import Store
 from storage.errors import ConflictError
+from workbench.audio.layout import detect_layout
 from workbench.audio.playback import Player, PlayerState
 from workbench.audio.spectrogram import SpectrogramParams
 from workbench.commands import (
@@ -38,7 +39,7 @@ from workbench.review import AudioSource, ClipDetail, ReviewService, ab_spacing_
 from ui.attribution_grid import AttributionGrid
 from ui.browser import ClipBrowser
 from ui.cockpit import install_cockpit
-from ui.evidence import ClipInfoPanel, ClipPanel, ReasoningView, TagsPanel, plain_label
+from ui.evidence import ClipInfoPanel, ClipPanel, ReasoningView, TagsPanel, location_text, plain_label, plain_tooltip
 from ui.player import PlayerView
 from ui.workers import AudioLoader, AudioRequest, AudioResult
 
@@ -62,6 +63,17 @@ def open_settings() -> QSettings:
         if settings.value("blind_mode") is None:
             settings.setValue("blind_mode", True)
     return settings
+
+
+_END_OF_LIST = ("last clip in the list", "first clip in the list")
+
+
+def _no_audio_text(problem: str | None) -> str:
+    """What the empty plots say for a clip without audio: that, why, and how to link it."""
+    reason = problem or "no recording is linked to this clip"
+    hint = "" if "aglw media link" in reason else (
+        "\nRun `aglw media link` to find its recording under the dataset's media roots.")
+    return f"No audio for this clip.\n{reason}{hint}"
 
 
 @dataclass(frozen=True)
@@ -136,10 +148,14 @@ class MainWindow(QMainWindow):
 
         self.player_view = PlayerView(player)
         self.banner = ErrorBanner()
+        # The clip's true location beside the shown ALM's answer and its error, always in view.
+        self.location_line = plain_label()
+        self.location_line.setContentsMargins(6, 2, 6, 2)
         central = QWidget()
         column = QVBoxLayout(central)
         column.setContentsMargins(0, 0, 0, 0)
         column.addWidget(self.banner)
+        column.addWidget(self.location_line)
         column.addWidget(self.player_view, 1)
         self.setCentralWidget(central)
 
@@ -253,14 +269,21 @@ class MainWindow(QMainWindow):
         """Open the next (+1) or previous (−1) clip in the browser's order."""
         if self.detail is not None and self.browser.current_clip_id() != self.detail.clip_id:
             self.browser.select_clip(self.detail.clip_id)  # step from the clip on screen
+        # Compared with the clip shown before the step: selecting the next row opens it at once
+        # (the browser's current-row signal), so "already showing it" does not mean "at the end".
+        before = self.detail.clip_id if self.detail is not None else None
+        if self.statusBar().currentMessage() in _END_OF_LIST:
+            self.statusBar().clearMessage()  # no longer true once the step moves
         clip_id = self.browser.step(delta)
         if clip_id is None:
             self.show_status("no clips match the browser's filters")
             return
+        if clip_id == before:
+            if delta:
+                self.show_status(_END_OF_LIST[0] if delta > 0 else _END_OF_LIST[1])
+            return
         if self.detail is None or self.detail.clip_id != clip_id:
             self.open_clip(clip_id)
-        elif delta:
-            self.show_status("last clip in the list" if delta > 0 else "first clip in the list")
 
     def open_clip(self, clip_id: int) -> None:
         """Show a clip: the audio job starts first, then the text panels fill while it runs.
@@ -277,6 +300,8 @@ class MainWindow(QMainWindow):
         self._audio_clip = source
         self.player_view.clear(f"loading {source.key}…" if source.audio_path is not None
                                else source.audio_problem or "no audio")
+        if source.audio_path is None:
+            self.player_view.show_no_audio(_no_audio_text(source.audio_problem))
         if source.audio_path is not None:
             params = SpectrogramParams(scale=self.scale)  # type: ignore[arg-type]
             spacing = self.ab_spacing_m if source.layout == "ab" else None
@@ -309,14 +334,16 @@ class MainWindow(QMainWindow):
             self.detail = self.detail.for_alm(preferred)
         detail = self.detail
         visible = self.judges_visible()
-        names = [row.name for row in detail.categories] if detail else []
+        categories = list(detail.categories) if detail else []
         prediction = detail.prediction if detail else None
-        self.reasoning.set_reasoning(prediction.reasoning if prediction else "", names)
+        self.reasoning.set_reasoning(prediction.reasoning if prediction else "", categories)
+        self.location_line.setText(location_text(detail))
         tab = self.evidence_tabs.indexOf(self.reasoning)
         model = prediction.model if prediction else ""
         self.evidence_tabs.setTabText(tab, f"Reasoning · {model[:24]}{'…' if len(model) > 24 else ''}" if model
                                       else "Reasoning")
-        self.evidence_tabs.setTabToolTip(tab, f"Reasoning of {model} (choose the ALM in the Clip tab)" if model else "")
+        self.evidence_tabs.setTabToolTip(
+            tab, plain_tooltip(f"Reasoning of {model} (choose the ALM in the Clip tab)") if model else "")
         self.tags.set_tags(detail.tags if detail else [])
         self.info.set_detail(detail)
         self.clip_panel.set_detail(detail, show_others=visible)
@@ -334,6 +361,7 @@ class MainWindow(QMainWindow):
             return
         if result.error:
             self.player_view.clear(result.error)
+            self.player_view.show_no_audio(f"The audio of this clip could not be read.\n{result.error}")
             self.show_status(result.error)
             return
         restore = self._restore if self._restore is not None and self._restore.clip_id == result.clip_id else None
@@ -348,7 +376,13 @@ class MainWindow(QMainWindow):
             self.player_view.set_spectrogram(result.clip_id, result.pyramid, result.envelope)
             if restore is not None:
                 self.player_view.spec_plot.setXRange(restore.t0, restore.t1, padding=0)
-        self.player_view.set_audio(result.clip_id, result.samples, result.sample_rate, source.layout)
+        # The decoded file knows its channels even when the store does not (an imported clip
+        # often records neither channels nor layout): the Clip tab and the mix use them.
+        n_channels = int(result.samples.shape[1]) if getattr(result.samples, "ndim", 1) == 2 else 1
+        description = self.detail.description if self.detail and self.detail.clip_id == result.clip_id else None
+        layout = source.layout or detect_layout(n_channels, description)
+        self.info.set_decoded_audio(result.clip_id, n_channels, layout)
+        self.player_view.set_audio(result.clip_id, result.samples, result.sample_rate, layout)
         self.player_view.set_direction(result.direction)
         if restore is not None:
             self._restore = None

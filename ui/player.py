@@ -6,25 +6,37 @@ by :class:`ui.image_items.PyramidImageItem`, which colours a window a little wid
 view once and then only rescales it, so a scroll or zoom step is a blit, not a re-upload.
 The waveform envelope is re-read for the visible span on each view change. During
 playback only the playhead lines move, driven by a timer polling the player position.
+
+Each colour scale has a legend with its unit (spectrogram dBFS, tag probability, the direction
+view's quantity). The tag lane labels the spans where a tag is likely (:data:`TAG_SEGMENT_P`)
+with the tag's name; a label that would overlap another at the current zoom is hidden, and
+every span keeps its name in a tooltip. Without an audio output device the view says so and
+stays stopped; a clip without audio says why on the plots.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt, QTimer, Signal
+from PySide6.QtGui import QBrush, QFontMetrics, QPen
 from PySide6.QtWidgets import (
     QComboBox,
     QDoubleSpinBox,
+    QGraphicsRectItem,
     QHBoxLayout,
     QLabel,
     QPushButton,
+    QStackedLayout,
     QVBoxLayout,
     QWidget,
 )
 
+from ui.evidence import plain_tooltip
 from ui.image_items import ArgbImageItem, PyramidImageItem, colour_table, quantise_unit
 from workbench.audio.playback import NullSink, PlaybackError, Player, PlayerState
 from workbench.review import DirectionImage, TimelineView
@@ -37,11 +49,52 @@ PLAYHEAD_INTERVAL_MS = 33
 # Short axis titles: the plots are low, a long rotated title runs into the plot above. The full
 # wording (e.g. "azimuth (°, +90 = left)") is in the axis tooltip and the plot's note.
 _DIRECTION_AXIS_TITLES = {"azimuth": "azimuth °", "lateral": "lateral °", "panorama": "panorama"}
+# What the direction view's colour means, per kind (see workbench.review.direction_image): FOA
+# energy is normalised to the clip's peak; the pair views mark, per frame, the bin of its angle.
+_DIRECTION_LEGENDS = {"azimuth": "direct energy (rel. to peak)", "lateral": "frame in bin (0/1)",
+                      "panorama": "frame in bin (0/1)"}
 MIN_LOOP_S = 0.05
+NO_OUTPUT_DEVICE = "no audio output device — playback unavailable"
+TAG_SEGMENT_P = 0.5  # a tag counts as present in a frame from this probability on
+_LABEL_GAP_PX = 3.0
+_NOTICE_WIDTH = 520
+
+
+@dataclass(frozen=True)
+class TagSegment:
+    """A span where one tag's probability stays at or above :data:`TAG_SEGMENT_P`."""
+
+    row: int
+    name: str
+    t0: float
+    t1: float
+    peak: float
+
+
+def tag_segments(timelines: Sequence[TimelineView], threshold: float = TAG_SEGMENT_P) -> list[TagSegment]:
+    """The spans of each timeline (row = its index) where the probability is at least ``threshold``."""
+    segments = []
+    for row, timeline in enumerate(timelines):
+        values = np.asarray(timeline.values, dtype=np.float64)
+        above = np.concatenate(([False], np.nan_to_num(values) >= threshold, [False]))
+        edges = np.flatnonzero(np.diff(above.astype(np.int8)))
+        for start, stop in zip(edges[0::2], edges[1::2]):
+            segments.append(TagSegment(row, timeline.name, start * timeline.hop_s, stop * timeline.hop_s,
+                                       float(values[start:stop].max())))
+    return segments
 
 
 def _lut(name: str) -> np.ndarray:
     return pg.colormap.get(name).getLookupTable(0.0, 1.0, 256)
+
+
+def _legend(colormap: str, label: str, values: tuple[float, float] = (0.0, 1.0)) -> pg.ColorBarItem:
+    """A colour bar with its unit, read-only (the levels are set by the view's own controls)."""
+    bar = pg.ColorBarItem(values=values, width=12, colorMap=pg.colormap.get(colormap), interactive=False,
+                          colorMapMenu=False)
+    bar.axis.setLabel(label)
+    bar.axis.setWidth(48)
+    return bar
 
 
 class TimeViewBox(pg.ViewBox):
@@ -81,6 +134,8 @@ class PlayerView(QWidget):
     status = Signal(str)
     scaleChanged = Signal(str)
     spectrogramPainted = Signal(int)
+
+    DEFAULT_DB = (-100.0, 0.0)
 
     def __init__(self, player: Player | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -123,6 +178,12 @@ class PlayerView(QWidget):
         self.tags_plot.setLabel("left", "tags")
         self.direction_plot.setLabel("left", "direction")
         self.direction_plot.setLabel("bottom", "time (s)")
+        self.spec_legend = _legend("inferno", "dBFS", (self.DEFAULT_DB[0], self.DEFAULT_DB[1]))
+        self.tags_legend = _legend("viridis", "probability")
+        self.direction_legend = _legend("magma", _DIRECTION_LEGENDS["azimuth"])
+        self.direction_legend.setVisible(False)
+        for row, legend in ((1, self.spec_legend), (2, self.tags_legend), (3, self.direction_legend)):
+            self.graphics.addItem(legend, row=row, col=1)
         # Major and minor ticks only: the time axis is redrawn on every scroll/zoom step.
         self.direction_plot.getAxis("bottom").setStyle(maxTickLevel=1, maxTextLevel=1)
 
@@ -140,6 +201,14 @@ class PlayerView(QWidget):
         self.direction_plot.addItem(self.direction_image)
         self.direction_note = pg.TextItem("", color="#dddddd", anchor=(0, 0))
         self.direction_plot.addItem(self.direction_note, ignoreBounds=True)
+        self.tag_segments: list[QGraphicsRectItem] = []  # one per span, with its tooltip
+        self.tag_labels: list[pg.TextItem] = []  # one per span; hidden where it would overlap
+        self._segments: list[TagSegment] = []
+        self._tick_step = 0
+        self._tag_names: list[str] = []
+        tags_box = self.tags_plot.getViewBox()
+        tags_box.sigRangeChanged.connect(self._layout_tag_labels)
+        tags_box.sigResized.connect(self._layout_tag_labels)
 
         self.playheads = []
         for plot in (self.wave_plot, self.spec_plot, self.tags_plot, self.direction_plot):
@@ -163,21 +232,47 @@ class PlayerView(QWidget):
         self.scale_box.currentTextChanged.connect(self.scaleChanged.emit)
         self.db_low = QDoubleSpinBox()
         self.db_high = QDoubleSpinBox()
-        for box, value in ((self.db_low, -100.0), (self.db_high, 0.0)):
+        for box, value in ((self.db_low, self.DEFAULT_DB[0]), (self.db_high, self.DEFAULT_DB[1])):
             box.setRange(-160.0, 20.0)
             box.setValue(value)
             box.valueChanged.connect(self._apply_levels)
         self.position_label = QLabel("0:00.0")
         self.solo_label = QLabel("all channels")
+        self.output_problem: str | None = None  # why there is no audio output (None: there is one, or untried)
+        self.output_notice = QLabel(NO_OUTPUT_DEVICE)
+        self.output_notice.setTextFormat(Qt.TextFormat.PlainText)
+        self.output_notice.setStyleSheet("color: #ffb74d; font-weight: bold;")
+        self.output_notice.setVisible(False)
         controls = QHBoxLayout()
         for widget in (self.play_button, self.position_label, QLabel("axis"), self.scale_box, QLabel("dB"),
-                       self.db_low, self.db_high, self.solo_label):
+                       self.db_low, self.db_high, self.solo_label, self.output_notice):
             controls.addWidget(widget)
         controls.addStretch(1)
+        # Why the plots are empty (no audio, or it could not be read), in a box over the plots.
+        self.audio_notice = QLabel()
+        self.audio_notice.setTextFormat(Qt.TextFormat.PlainText)
+        self.audio_notice.setWordWrap(True)
+        self.audio_notice.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.audio_notice.setFixedWidth(_NOTICE_WIDTH)
+        self.audio_notice.setStyleSheet(
+            "color: #f5f5f5; background-color: rgba(20, 20, 20, 220); border: 1px solid #888;"
+            " border-radius: 4px; font-size: 14px; padding: 12px;")
+        self._audio_overlay = QWidget()
+        self._audio_overlay.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
+        overlay = QVBoxLayout(self._audio_overlay)
+        overlay.addStretch(1)
+        overlay.addWidget(self.audio_notice, 0, Qt.AlignmentFlag.AlignHCenter)
+        overlay.addStretch(2)
+        plots = QWidget()
+        stack = QStackedLayout(plots)
+        stack.setStackingMode(QStackedLayout.StackingMode.StackAll)
+        stack.addWidget(self.graphics)
+        stack.addWidget(self._audio_overlay)
+        self._audio_overlay.setVisible(False)
         box = QVBoxLayout(self)
         box.setContentsMargins(0, 0, 0, 0)
         box.addLayout(controls)
-        box.addWidget(self.graphics, 1)
+        box.addWidget(plots, 1)
 
         self.timer = QTimer(self)
         self.timer.setInterval(PLAYHEAD_INTERVAL_MS)
@@ -195,12 +290,22 @@ class PlayerView(QWidget):
         self.spec_image.set_pyramid(None, 1.0)
         self.tags_image.clear()
         self.direction_image.clear()
+        self.direction_legend.setVisible(False)
         self.wave_curve.setData([], [])
         self.direction_note.setText(message)
+        self._audio_overlay.setVisible(False)
         self.loop_region.setVisible(False)
         for line in self._ref_lines:
             self.spec_plot.removeItem(line)
         self._ref_lines = []
+
+    def show_no_audio(self, message: str) -> None:
+        """Say over the (empty) plots why there is no audio to show, e.g. none linked or unreadable."""
+        self.audio_notice.setText(message)
+        # A wrapped label in a layout does not grow to its text by itself: size it to the text.
+        self.audio_notice.setFixedHeight(self.audio_notice.heightForWidth(_NOTICE_WIDTH))
+        self._audio_overlay.setVisible(True)
+        self._audio_overlay.raise_()
 
     def set_audio(self, clip_id: int, samples: np.ndarray, sample_rate: int, layout: str | None) -> None:
         """Hand the decoded clip to the player (after :meth:`set_spectrogram` of the same clip)."""
@@ -209,7 +314,10 @@ class PlayerView(QWidget):
         try:
             self.player.load(samples, sample_rate, layout)
         except PlaybackError as exc:
-            self.status.emit(f"playback unavailable: {exc}")
+            self._set_output_problem(str(exc))
+        else:
+            if not self._real_sink_wanted:
+                self._set_output_problem(None)
         self._update_playhead(0.0)
 
     def set_spectrogram(self, clip_id: int, pyramid, envelope) -> None:  # type: ignore[no-untyped-def]
@@ -231,6 +339,7 @@ class PlayerView(QWidget):
             self.spec_plot.getAxis("left").setTicks(None)
         self.spec_image.set_pyramid(pyramid, self._freq_top)
         self.spec_image.set_levels(*self._levels())
+        self._audio_overlay.setVisible(False)
         self.spec_plot.setYRange(0, self._freq_top, padding=0)
         self.spec_plot.setLimits(xMin=0.0, xMax=max(self.duration, 0.1), minXRange=0.05)
         self.spec_plot.setXRange(0.0, max(self.duration, 0.1), padding=0)
@@ -242,7 +351,8 @@ class PlayerView(QWidget):
         self._update_playhead(0.0)
 
     def set_timelines(self, timelines: Sequence[TimelineView]) -> None:
-        """Per-second tag probabilities as rows of an image."""
+        """Per-second tag probabilities as rows of an image, the likely spans labelled with the tag."""
+        self._set_tag_segments(timelines)
         if not timelines:
             self.tags_image.clear()
             return
@@ -253,13 +363,85 @@ class PlayerView(QWidget):
         hop = timelines[0].hop_s
         self.tags_image.set_indexed(quantise_unit(image, 1.0), self._tags_table,
                                     QRectF(0.0, 0.0, length * hop, len(timelines)), source=image)
-        ticks = [(row + 0.5, timeline.name[:14]) for row, timeline in enumerate(timelines)]
-        self.tags_plot.getAxis("left").setTicks([ticks])
+        self._tag_names = [timeline.name for timeline in timelines]
+        self._tick_step = 0
+        self.tags_plot.getAxis("left").setToolTip(
+            plain_tooltip("Tags, bottom to top: " + ", ".join(self._tag_names)) if self._tag_names else "")
         self.tags_plot.setYRange(0, len(timelines), padding=0)
+        if self.pyramid is None:
+            # No spectrogram (yet, or no audio at all): the time axis spans the tag timeline.
+            span = max(length * hop, 0.1)
+            self.spec_plot.setLimits(xMin=0.0, xMax=span, minXRange=0.05)
+            self.spec_plot.setXRange(0.0, span, padding=0)
+        self._layout_tag_labels()
+
+    def _set_tag_segments(self, timelines: Sequence[TimelineView]) -> None:
+        for item in [*self.tag_segments, *self.tag_labels]:
+            self.tags_plot.removeItem(item)
+        self._segments = tag_segments(timelines)
+        self.tag_segments, self.tag_labels = [], []
+        for segment in self._segments:
+            span = QGraphicsRectItem(QRectF(segment.t0, segment.row, segment.t1 - segment.t0, 1.0))
+            span.setPen(QPen(Qt.PenStyle.NoPen))
+            span.setBrush(QBrush(Qt.BrushStyle.NoBrush))
+            span.setAcceptedMouseButtons(Qt.MouseButton.NoButton)  # clicks seek, drags select a loop
+            span.setToolTip(plain_tooltip(
+                f"{segment.name}: {segment.t0:.1f}–{segment.t1:.1f} s, p up to {segment.peak:.2f}"))
+            self.tags_plot.addItem(span, ignoreBounds=True)
+            label = pg.TextItem(segment.name, color="#ffffff", anchor=(0, 0.5), fill=pg.mkBrush(0, 0, 0, 150))
+            label.setVisible(False)
+            self.tags_plot.addItem(label, ignoreBounds=True)
+            self.tag_segments.append(span)
+            self.tag_labels.append(label)
+
+    def _layout_tag_labels(self, *_args: object) -> None:
+        """Place the span labels for the current view: each at its span's start (or the left edge
+        when the span began before it), in its tag's row; a label that would overlap one already
+        placed (earlier spans first) is hidden, its span keeps the tooltip. Also thins the row names
+        on the axis to those that fit."""
+        box = self.tags_plot.getViewBox()
+        (x0, x1), (y0, y1) = box.viewRange()
+        width, height = box.width(), box.height()
+        rows = len(self._tag_names)
+        if rows and height > 0:
+            line = QFontMetrics(self.tags_plot.getAxis("left").font()).height()
+            step = max(1, math.ceil(line / max(height / rows, 1e-9)))
+            if step != self._tick_step:
+                self._tick_step = step
+                ticks = [(row + 0.5, name[:14]) for row, name in enumerate(self._tag_names) if row % step == 0]
+                self.tags_plot.getAxis("left").setTicks([ticks])
+        if not self.tag_labels:
+            return
+        if width <= 0 or height <= 0 or x1 <= x0 or y1 <= y0:
+            for label in self.tag_labels:
+                label.setVisible(False)
+            return
+        order = sorted(range(len(self._segments)),
+                       key=lambda i: (max(self._segments[i].t0, x0), self._segments[i].row))
+        placed: list[QRectF] = []
+        for i in order:
+            segment, label = self._segments[i], self.tag_labels[i]
+            if segment.t1 <= x0 or segment.t0 >= x1:
+                label.setVisible(False)
+                continue
+            start = max(segment.t0, x0)
+            size = label.textItem.boundingRect()
+            left = (start - x0) / (x1 - x0) * width
+            middle = (y1 - (segment.row + 0.5)) / (y1 - y0) * height
+            rect = QRectF(left, middle - size.height() / 2, size.width(), size.height())
+            # Labels are placed left to right: only those reaching past this one's left edge can meet it.
+            placed = [r for r in placed if r.right() + _LABEL_GAP_PX > rect.left()]
+            if any(rect.adjusted(-_LABEL_GAP_PX, -1, _LABEL_GAP_PX, 1).intersects(r) for r in placed):
+                label.setVisible(False)
+                continue
+            label.setPos(start, segment.row + 0.5)
+            label.setVisible(True)
+            placed.append(rect)
 
     def set_direction(self, view: DirectionImage | None) -> None:
         if view is None or view.image is None:
             self.direction_image.clear()
+            self.direction_legend.setVisible(False)
             self.direction_note.setText(view.note if view else "")
             self.direction_note.setPos(0.0, 1.0)
             self.direction_plot.setYRange(0, 1, padding=0)
@@ -269,6 +451,8 @@ class PlayerView(QWidget):
         self.direction_image.set_indexed(quantise_unit(view.image, peak if peak > 0 else 1.0), self._direction_table,
                                          QRectF(view.t0, low, view.t1 - view.t0, high - low), source=view.image)
         self.direction_plot.setLabel("left", _DIRECTION_AXIS_TITLES.get(view.kind, view.y_label))
+        self.direction_legend.axis.setLabel(_DIRECTION_LEGENDS.get(view.kind, "relative value"))
+        self.direction_legend.setVisible(True)
         self.direction_plot.getAxis("left").setToolTip(view.y_label)
         self.direction_plot.setYRange(low, high, padding=0)
         self.direction_note.setText(f"{view.note}\nAxis: {view.y_label}." if view.y_label else view.note)
@@ -325,29 +509,60 @@ class PlayerView(QWidget):
         return (low, max(high, low + 1.0))
 
     def _apply_levels(self) -> None:
+        low, high = self.db_low.value(), self.db_high.value()
+        self.spec_legend.setLevels((low, max(high, low + 1e-3)))
         if self.pyramid is not None:
             self.spec_image.set_levels(*self._levels())
 
     # ------------------------------------------------------------------ transport
 
-    def _ensure_output(self) -> None:
-        if not self._real_sink_wanted:
-            return
-        self._real_sink_wanted = False
-        from workbench.audio.playback import SounddeviceSink
+    def _set_output_problem(self, problem: str | None) -> None:
+        """Show (or clear) that there is no audio output: the view then never shows "playing"."""
+        self.output_problem = problem
+        self.output_notice.setVisible(problem is not None)
+        self.output_notice.setToolTip(plain_tooltip(problem) if problem else "")
+        if problem is not None:
+            self.stop_playback()
 
+    def _ensure_output(self) -> bool:
+        """Open the audio output if it is not open: on the first play when the view chose the
+        device itself, or again after a device was missing (it may have been plugged in since).
+        The position, loop and solo are kept. False, with the reason shown, when there is none."""
+        old = self.player
+        position, loop, soloed, muted = old.position, old.loop, old.soloed, old.muted
+        if self._real_sink_wanted:
+            from workbench.audio.playback import SounddeviceSink
+
+            old.close()
+            self.player = Player(SounddeviceSink())  # the silent default player never plays
+            self._real_sink_wanted = False
+            self.output_problem = "not opened yet"
+        if self.output_problem is None:
+            return True
+        if self._loaded is None:
+            return False
         try:
-            player = Player(SounddeviceSink())
-            if self._loaded is not None:
-                player.load(*self._loaded)
-            self.player = player
+            self.player.load(*self._loaded)
         except PlaybackError as exc:
-            self.status.emit(f"no audio output: {exc}")
+            self._set_output_problem(str(exc))
+            return False
+        self.player.seek(position)
+        if loop is not None:
+            self.player.set_loop(*loop)
+        self.player.solo(soloed)
+        for channel in muted:
+            self.player.mute(channel)
+        self._set_output_problem(None)
+        return True
 
     def toggle_play(self) -> None:
         if self.clip_id is None:
             return
-        self._ensure_output()
+        if self.player.state != PlayerState.PLAYING and not self._ensure_output():
+            self.stop_playback()
+            self.status.emit(f"{NO_OUTPUT_DEVICE}: {self.output_problem}")
+            self._update_playhead(self.player.position)
+            return
         try:
             if self.player.state == PlayerState.PLAYING:
                 self.player.pause()
@@ -358,6 +573,7 @@ class PlayerView(QWidget):
                 self.timer.start()
                 self.play_button.setText("Pause")
         except PlaybackError as exc:
+            self.stop_playback()
             self.status.emit(f"playback failed: {exc}")
         self._update_playhead(self.player.position)
 

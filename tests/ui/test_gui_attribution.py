@@ -140,8 +140,10 @@ def test_reasoning_prediction_and_judges_follow_the_chosen_alm(make_window, demo
     # ... where only the judge that read this ALM's reasoning is shown, with its own verdict.
     assert grid_model.judges == [DEMO_JUDGES[0]]
     assert _judge_cell(grid_model, "/m/015p6", DEMO_JUDGES[0]) == "0 neutral"
+    from ui.evidence import plain_tooltip  # the evidence is shown as written, never as markup
+
     assert _judge_cell(grid_model, "/m/015p6", DEMO_JUDGES[0], Qt.ItemDataRole.ToolTipRole) == (
-        "evidence: SECOND-ALM evidence"
+        plain_tooltip("evidence: SECOND-ALM evidence")
     )
     # A clip without that ALM falls back to its default; the choice comes back afterwards,
     # also where the default would be the other ALM.

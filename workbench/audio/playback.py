@@ -245,6 +245,7 @@ class Player:
         self._muted: set[int] = set()
         self._matrix = np.ones((1, output_channels), dtype=np.float32)
         self._state = PlayerState.EMPTY
+        self._output_problem: str | None = None
 
     # ------------------------------------------------------------------ loading
     def load(self, samples: np.ndarray, sample_rate: int, layout: str | None = None) -> None:
@@ -252,6 +253,9 @@ class Player:
 
         Finite, C-contiguous float32 samples are used as they are, not copied (a decoded
         3-minute 4-channel clip is ~140 MB); anything else is converted, NaN/Inf set to 0.
+
+        When the sink cannot open the output, the clip stays loaded (position, seek and loop
+        work) but :meth:`play` refuses until a later ``load`` opens it: see :attr:`output_problem`.
 
         Raises
         ------
@@ -275,13 +279,23 @@ class Player:
             self._muted = set()
             self._matrix = _mix_matrix(samples.shape[1], self.output_channels, layout)
             self._state = PlayerState.STOPPED
-        self.sink.open(self.render, self._sample_rate, self.output_channels)
+        try:
+            self.sink.open(self.render, self._sample_rate, self.output_channels)
+        except PlaybackError as exc:
+            self._output_problem = str(exc)
+            raise
+        self._output_problem = None
 
     # ------------------------------------------------------------------ properties
     @property
     def state(self) -> PlayerState:
         """EMPTY, STOPPED (at the start or the end), PLAYING or PAUSED."""
         return self._state
+
+    @property
+    def output_problem(self) -> str | None:
+        """Why the last :meth:`load` could not open the output (e.g. no audio device), else None."""
+        return self._output_problem
 
     @property
     def sample_rate(self) -> int:
@@ -321,9 +335,18 @@ class Player:
             raise PlaybackError("no clip loaded: load audio before playing")
 
     def play(self) -> None:
-        """Start or resume; from the start (or loop start) when at the end."""
+        """Start or resume; from the start (or loop start) when at the end.
+
+        Raises
+        ------
+        PlaybackError
+            No clip is loaded, or the output could not be opened (the state stays as it was:
+            nothing would be heard, so nothing claims to play).
+        """
         with self._lock:
             self._require_clip()
+            if self._output_problem is not None:
+                raise PlaybackError(f"no audio output device — playback unavailable ({self._output_problem})")
             if self._frame >= self._samples.shape[0]:
                 self._frame = self._loop[0] if self._loop else 0
             self._state = PlayerState.PLAYING
