@@ -29,8 +29,9 @@ def _pairs(a: list, b: list) -> list[tuple]:
 @pytest.mark.parametrize(("data", "expected"), [(COHEN_BINARY, 0.3478), (COHEN_THREE, 0.8013)])
 def test_cohen_pairs(tmp_path: Path, capsys: pytest.CaptureFixture, data: tuple, expected: float) -> None:
     result = _run(capsys, _write(tmp_path / "r.csv", _pairs(*data)), "nominal")
+    # the contract keys of cli.md (keys may be added, never renamed)
     assert set(result) == {"n_units", "raters", "percent_agreement", "cohen_kappa", "fleiss_kappa",
-                           "krippendorff_alpha", "gwet_ac1"}
+                           "krippendorff_alpha", "gwet_ac1", "details", "minimums"}
     assert result["n_units"] == 100
     assert result["raters"] == ["A", "B"]
     assert result["cohen_kappa"]["A|B"] == pytest.approx(expected, abs=5e-5)
@@ -60,8 +61,10 @@ def test_fleiss_counts_expanded_to_14_raters(tmp_path: Path, capsys: pytest.Capt
 
 
 def test_identical_and_constant_raters(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    same = _run(capsys, _write(tmp_path / "s.csv", _pairs(["x", "y", "x"], ["x", "y", "x"])), "nominal")
+    same = _run(capsys, _write(tmp_path / "s.csv", _pairs(["x", "y", "x"] * 2, ["x", "y", "x"] * 2)), "nominal")
     assert same["cohen_kappa"]["A|B"] == 1.0
+    too_few = _run(capsys, _write(tmp_path / "t.csv", _pairs(["x", "y", "x"], ["x", "y", "x"])), "nominal")
+    assert too_few["cohen_kappa"]["A|B"] is None  # three units: below the documented minimum
     constant = _run(capsys, _write(tmp_path / "c.csv", _pairs([1] * 5, [1] * 5)), "ordinal")
     assert constant["cohen_kappa"]["A|B"] is None
     assert constant["weighted_kappa_quadratic"]["A|B"] is None

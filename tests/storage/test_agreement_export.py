@@ -198,17 +198,28 @@ def test_markdown_numbers_equal_the_csv(bundle) -> None:  # type: ignore[no-unty
     coefficients = pd.read_csv(out / "coefficients.csv")
     markdown = (out / "tables.md").read_text()
     checked = 0
+    header: list[str] = []
     for line in markdown.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) != 7 or cells[0] in ("section",) or set(cells[0]) <= {"-", ":"}:
+        if not line.startswith("|"):
             continue
-        section, rater_a, rater_b, coefficient, n_units, value, ci = cells
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if cells[0] == "section":
+            header = cells
+            continue
+        if set(cells[0]) <= {"-", ":"}:
+            continue
+        row = dict(zip(header, cells))
+        section, rater_a, rater_b, coefficient = row["section"], row["rater_a"], row["rater_b"], row["coefficient"]
+        n_units, value, ci = row["n_units"], row["value"], row["ci_95"]
         label = _label_of_line(markdown, line)
         match = coefficients[(coefficients["section"] == section) & (coefficients["rater_a"] == rater_a)
                              & (coefficients["rater_b"] == rater_b) & (coefficients["coefficient"] == coefficient)
                              & (coefficients["subset_kind"] == "all") & (coefficients["label"] == label)]
         assert len(match) == 1, line
         assert int(n_units) == match["n_units"].item()
+        assert int(row["n_raters"]) == match["n_raters"].item()
+        # a value is printed, or the reason why not
+        assert bool(value) != bool(row["reason"]), line
         if value:
             assert float(value) == pytest.approx(match["value"].item(), abs=5e-5)
             low, high = (float(x) for x in re.findall(r"-?\d+\.\d+", ci))

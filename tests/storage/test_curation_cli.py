@@ -61,3 +61,19 @@ def test_select_and_export(project_db, capsys, tmp_path) -> None:  # type: ignor
 def test_check_locations_json(project_db, capsys) -> None:  # type: ignore[no-untyped-def]
     report = run_json(capsys, "--db", project_db, "--json", "check", "locations")
     assert report["n_checked"] == 3 and report["counts"]["match"] == 3 and report["mismatches"] == []
+
+
+def test_fit_names_its_categories_and_checks_what_if_ids(project_db, tmp_path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    onto = tmp_path / "ontology.json"
+    onto.write_text(json.dumps([
+        {"id": "/m/root", "name": "Human sounds", "child_ids": [SPEECH]},
+        {"id": SPEECH, "name": "Speech", "child_ids": []},
+        {"id": "/m/animal", "name": "Animal", "child_ids": [BIRD]},
+        {"id": BIRD, "name": "Bird", "child_ids": []},
+    ]), encoding="utf-8")
+    monkeypatch.setenv("AGLW_ONTOLOGY", str(onto))
+    fitted = run_json(capsys, "--db", project_db, "--json", "fit", "--n-min", "1")
+    assert {c["id"]: c["name"] for c in fitted["categories"]} == {SPEECH: "Speech", BIRD: "Bird"}
+    assert main(["--db", project_db, "fit", "--preview", "--what-if", f"{BIRD}x=N"]) == 1
+    err = capsys.readouterr().err
+    assert f"--what-if '{BIRD}x'" in err and f"did you mean {BIRD} (Bird)" in err

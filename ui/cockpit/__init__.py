@@ -63,7 +63,7 @@ class Cockpit:
         return dock
 
     def refresh(self) -> None:
-        for view in (self.curation, self.selection, self.map, self.leaderboard, self.team):
+        for view in (self.curation, self.selection, self.map, self.leaderboard, self.agreement, self.team):
             view.refresh()
 
     def shutdown(self) -> None:

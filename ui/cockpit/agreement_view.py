@@ -1,4 +1,10 @@
-"""Agreement view: run the agreement export in the jobs panel, then show its tables and figures."""
+"""Agreement view: the agreement of the ratings the project holds now, and the export bundle.
+
+On opening (and on every refresh) the view computes the headline coefficients over all units
+straight from the store, each with its n and, where it is not reported, the reason; no export
+is needed to see them.  "Run export" writes the full bundle (breakdowns, bootstrap intervals,
+figures) in the jobs panel and opens its tables and figures in tabs.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +16,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QPixmap
 from PySide6.QtWidgets import (
     QHBoxLayout,
+    QSplitter,
     QLabel,
     QLineEdit,
     QPushButton,
@@ -24,14 +31,20 @@ from PySide6.QtWidgets import (
 from storage import Store
 from ui.cockpit.jobs import JobContext, JobSpec, JobsPanel
 from ui.cockpit.leaderboard_view import fill_table
+from workbench.agreement.analysis import compute_coefficients
+from workbench.agreement.report import summary_table
 from workbench.agreement.service import export_agreement
+from workbench.agreement.units import load_ratings
 from workbench.config import cache_dir
+from workbench.errors import AglwError
 
 MAX_TABLE_ROWS = 500
+CURRENT_COLUMNS = ["section", "label", "rater_a", "rater_b", "coefficient", "value", "n_units", "n_raters", "reason"]
 
 
 class AgreementView(QWidget):
-    """Bundle folder and B; "Run export" starts a job; the result's CSV tables and PNG figures open in tabs."""
+    """The store's agreement now (headline coefficients with n); bundle folder and B; "Run export"
+    starts a job; the result's CSV tables and PNG figures open in tabs."""
 
     def __init__(self, store: Store, jobs: JobsPanel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -47,16 +60,63 @@ class AgreementView(QWidget):
         self.message.setTextFormat(Qt.TextFormat.PlainText)
         self.message.setWordWrap(True)
         self.tabs = QTabWidget()
+        self.current_title = QLabel("")
+        self.current_title.setTextFormat(Qt.TextFormat.PlainText)
+        self.current_title.setWordWrap(True)
+        self.current = QTableWidget()
+        self.current.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        current_box = QWidget()
+        current_layout = QVBoxLayout(current_box)
+        current_layout.setContentsMargins(0, 0, 0, 0)
+        current_layout.addWidget(self.current_title)
+        current_layout.addWidget(self.current, 1)
         row = QHBoxLayout()
         for widget in (QLabel("Bundle folder"), self.folder, QLabel("Bootstrap B"), self.bootstrap, self.run_button):
             row.addWidget(widget)
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.addWidget(current_box)
+        splitter.addWidget(self.tabs)
         layout = QVBoxLayout(self)
         layout.addLayout(row)
         layout.addWidget(self.message)
-        layout.addWidget(self.tabs, 1)
+        layout.addWidget(splitter, 1)
         self._waiting = False
         self._exporting_to: Path | None = None
         jobs.finished.connect(self._job_finished)
+        self.refresh()
+
+    def refresh(self) -> pd.DataFrame:
+        """Recompute the headline coefficients (all units, no intervals) from the ratings in the store.
+
+        Returns the rows shown (every coefficient with its n and, when not reported, the reason).
+        """
+        try:
+            data = load_ratings(self.store)
+        except AglwError as exc:
+            self.current_title.setText(f"agreement not available: {exc}")
+            fill_table(self.current, pd.DataFrame(columns=CURRENT_COLUMNS))
+            return pd.DataFrame(columns=CURRENT_COLUMNS)
+        if data.ratings.empty:
+            self.current_title.setText("no judge or expert ratings in the project yet: judge clips or record labels")
+            fill_table(self.current, pd.DataFrame(columns=CURRENT_COLUMNS))
+            return pd.DataFrame(columns=CURRENT_COLUMNS)
+        # no bootstrap and no breakdowns: quick enough to run whenever the view refreshes
+        coefficients = compute_coefficients(data.ratings, data.clips, bootstrap=0, breakdowns=False)
+        shown = summary_table(coefficients)[CURRENT_COLUMNS]
+        fill_table(self.current, shown)
+        self.current_title.setText(
+            f"Agreement from the ratings now in the project ({len(data.ratings)} ratings; all units, no intervals; "
+            "an empty value says why in 'reason'). “Run export” writes the full bundle with breakdowns and intervals."
+        )
+        return shown
+
+    def current_rows(self) -> pd.DataFrame:
+        """The store's agreement table as shown (text cells)."""
+        headers = [self.current.horizontalHeaderItem(c).text() for c in range(self.current.columnCount())]
+        return pd.DataFrame(
+            [[self.current.item(r, c).text() for c in range(self.current.columnCount())] for r in range(self.current.rowCount())],
+            columns=headers,
+        )
 
     def run_export(self) -> bool:
         folder = Path(self.folder.text()).expanduser()
@@ -70,7 +130,9 @@ class AgreementView(QWidget):
         # collector, which may run them down in a worker thread (a crash in Qt).
         def run(context: JobContext) -> str:
             context.set_total(1)
-            manifest = export_agreement(store, folder, bootstrap=bootstrap)
+            # the button replaces an earlier bundle in the folder (as --force does); any other
+            # non-empty folder is refused and the job reports why
+            manifest = export_agreement(store, folder, bootstrap=bootstrap, replace=True)
             context.advance(1)
             return f"agreement bundle: {manifest.n_ratings} ratings written to {folder}"
 

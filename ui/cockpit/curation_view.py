@@ -1,15 +1,21 @@
-"""Curation view: fit parameters with a live what-if preview, the category table with forced
-polarities (commands with undo), run history and the diff between any two runs.
+"""Curation view: the stored fit, fit parameters with a live what-if preview, the category table
+with forced polarities (commands with undo), run history and the diff between any two runs.
 
-A preview never stores a run (``fit(..., preview=True)``); "what if" polarities live only
-in this view until the user forces them for real, which records a
-:class:`workbench.commands.SetCategoryPolarity` through the main window's command stack.
-Clips named in a diff are links: activating one asks the review workbench to open it.
+The view opens on the latest *stored* run (the one `aglw fit` or "Fit and store run" made):
+its settings in the controls, its categories and numbers in the table, its diff against the
+run before it.  Changing a setting, a what-if polarity or a forced polarity computes a
+*preview* instead, labelled "Preview (settings: ...)" with every setting it used and compared
+with the latest stored run; "Show stored run" goes back.  A preview never stores a run
+(``fit(..., preview=True)``); "what if" polarities live only in this view until the user
+forces them for real, which records a :class:`workbench.commands.SetCategoryPolarity` through
+the main window's command stack.  Clips named in a diff are links: activating one asks the
+review workbench to open it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
@@ -41,8 +47,34 @@ from workbench.labels import INTERACTIVE_WAIT_S, LabelService
 from workbench.metrics.service import model_names
 
 CATEGORY_COLUMNS = ["Category", "Name", "a", "ā", "Support", "Fitted", "Polarity", "Forced by expert"]
+DEFAULTS = FitParameters()
 PREVIEW_DELAY_MS = 250
 CLIP_KEY_ROLE = Qt.ItemDataRole.UserRole + 1
+
+
+def settings_text(params: FitParameters, alm_model: str | None = None, what_if: dict[str, str] | None = None) -> str:
+    """"settings: γ = 1000 km, α = 0.05, ..." naming every setting a fit used (non-default extras too)."""
+    parts = [f"γ = {params.gamma_km:g} km", f"α = {params.alpha:g}", f"θ = {params.theta:g}", f"τ = {params.tau:g}",
+             f"n_min = {params.n_min}", f"roll-up {params.rollup}"]
+    for name in ("top_n", "rms_min_dbfs", "flatness_max", "clipping_max", "aci_min_percentile"):
+        if getattr(params, name) != getattr(DEFAULTS, name):
+            parts.append(f"{name} = {getattr(params, name):g}")
+    if alm_model:
+        parts.append(f"ALM {alm_model}")
+    text = "settings: " + ", ".join(parts)
+    if what_if:
+        text += "; what if " + ", ".join(f"{c}={p}" for c, p in sorted(what_if.items()))
+    return text
+
+
+def _summary_numbers(result: service.FitResult) -> str:
+    """Counts read off the result's own rows (a stored run written by another tool may have a
+    shorter summary), θ from its summary or parameters."""
+    theta = result.summary.get("theta_used", result.parameters.get("theta"))
+    polarities = [c.polarity for c in result.categories]
+    at = f" at θ = {float(theta):.4g}" if theta is not None else ""
+    return (f"{sum(c.candidate for c in result.clips)} candidates of {len(result.clips)} clips{at}; "
+            f"{polarities.count('P')} P, {polarities.count('N')} N of {len(polarities)} categories")
 
 
 def _plain(text: str = "") -> QLabel:
@@ -149,6 +181,12 @@ class CurationView(QWidget):
         self.what_if: dict[str, str] = {}
         self.preview: service.FitResult | None = None
         self.preview_count = 0
+        # what the table shows: a stored run (its id) or, when None, the latest preview
+        self.stored: service.FitResult | None = None
+        self.shown_run_id: int | None = None
+        self._latest_run_id: int | None = None
+        # settings the controls do not show (top_n, quality filters) come from the stored run
+        self._base = FitParameters()
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(PREVIEW_DELAY_MS)
@@ -180,14 +218,20 @@ class CurationView(QWidget):
         self.preview_button.clicked.connect(self.preview_now)
         self.fit_button = QPushButton("Fit and store run")
         self.fit_button.clicked.connect(self.fit_and_store)
+        self.stored_button = QPushButton("Show stored run")
+        self.stored_button.clicked.connect(lambda: self.show_stored())
         buttons = QHBoxLayout()
         buttons.addWidget(self.preview_button)
         buttons.addWidget(self.fit_button)
+        buttons.addWidget(self.stored_button)
         params_box = QGroupBox("Fit parameters")
         params_layout = QVBoxLayout(params_box)
         params_layout.addLayout(form)
         params_layout.addLayout(buttons)
-        self.summary = _plain("no preview yet")
+        self.summary = _plain("no stored run yet")
+        # names what the table and the diff show: "Stored run N — settings: ..." or "Preview (settings: ...)"
+        self.source = _plain("")
+        self.diff_title = _plain("")
 
         self.table = QTableWidget(0, len(CATEGORY_COLUMNS))
         self.table.setHorizontalHeaderLabels(CATEGORY_COLUMNS)
@@ -210,6 +254,8 @@ class CurationView(QWidget):
         self.runs.setHorizontalHeaderLabels(["Run", "Created", "Candidates", "θ"])
         self.runs.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.runs.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        self.runs.setToolTip("double-click a run to show it")
+        self.runs.cellDoubleClicked.connect(self._run_double_clicked)
         self.run_a = QComboBox()
         self.run_b = QComboBox()
         self.diff_button = QPushButton("Diff")
@@ -228,10 +274,11 @@ class CurationView(QWidget):
         left_layout = QVBoxLayout(left)
         left_layout.addWidget(params_box)
         left_layout.addWidget(self.summary)
-        left_layout.addWidget(QLabel("Preview against the latest stored run"))
+        left_layout.addWidget(self.diff_title)
         left_layout.addWidget(self.preview_diff, 1)
         middle = QWidget()
         middle_layout = QVBoxLayout(middle)
+        middle_layout.addWidget(self.source)
         middle_layout.addWidget(self.table, 1)
         middle_layout.addLayout(force_row)
         right = QWidget()
@@ -246,7 +293,7 @@ class CurationView(QWidget):
         splitter.setStretchFactor(1, 2)
         layout = QVBoxLayout(self)
         layout.addWidget(splitter)
-        self._unsubscribe = stack.subscribe(self.schedule_preview)
+        self._unsubscribe = stack.subscribe(self._labels_changed)
         self.refresh()
 
     def _double(self, value: float, low: float, high: float, step: float, decimals: int, suffix: str = "") -> QDoubleSpinBox:
@@ -263,10 +310,10 @@ class CurationView(QWidget):
     # ------------------------------------------------------------------ parameters and fits
 
     def parameters(self) -> FitParameters:
-        """The parameters the controls show."""
-        return FitParameters(
-            gamma_km=self.gamma.value(), alpha=self.alpha.value(), theta=self.theta.value(), tau=self.tau.value(),
-            n_min=self.n_min.value(), rollup=self.rollup.currentText(),
+        """The parameters the controls show (the shown run's for the settings without a control)."""
+        return replace(
+            self._base, gamma_km=self.gamma.value(), alpha=self.alpha.value(), theta=self.theta.value(),
+            tau=self.tau.value(), n_min=self.n_min.value(), rollup=self.rollup.currentText(),
         )
 
     def schedule_preview(self, *_args: object) -> None:
@@ -274,30 +321,94 @@ class CurationView(QWidget):
         if self.live:
             self._timer.start()
 
+    def _labels_changed(self) -> None:
+        # An edit changes what a preview would show; a stored run stays what it is, so it is not
+        # replaced by a preview behind the user's back.
+        if self.shown_run_id is None:
+            self.schedule_preview()
+
+    def _set_controls(self, params: FitParameters, alm_model: str | None) -> None:
+        """Show ``params`` in the controls without scheduling a preview."""
+        controls = (self.gamma, self.alpha, self.theta, self.tau, self.n_min, self.rollup, self.alm)
+        for control in controls:
+            control.blockSignals(True)
+        try:
+            self.gamma.setValue(params.gamma_km)
+            self.alpha.setValue(params.alpha)
+            self.theta.setValue(params.theta)
+            self.tau.setValue(params.tau)
+            self.n_min.setValue(params.n_min)
+            self.rollup.setCurrentText(params.rollup)
+            index = self.alm.findData(alm_model) if alm_model else -1
+            if alm_model and index < 0:
+                self.alm.addItem(alm_model, alm_model)
+                index = self.alm.count() - 1
+            self.alm.setCurrentIndex(max(index, 0))
+        finally:
+            for control in controls:
+                control.blockSignals(False)
+        self._base = params
+
     def preview_now(self) -> service.FitResult | None:
-        """Fit without storing, with the what-if polarities; shows the result and its diff."""
+        """Fit without storing, with the what-if polarities; shows the result, labelled as a
+        preview naming its settings, and its diff against the latest stored run."""
         self._timer.stop()
+        params = self.parameters()
+        alm = self.alm.currentData()
+        settings = settings_text(params, alm, self.what_if)
         try:
             result = service.fit(
-                self.store, self.parameters(), alm_model=self.alm.currentData(), preview=True,
+                self.store, params, alm_model=alm, preview=True,
                 what_if=service.WhatIf(category_polarity=dict(self.what_if)) if self.what_if else None,
             )
         except (AglwError, ValueError) as exc:
-            self.summary.setText(f"preview failed: {exc}")
+            self.summary.setText(f"Preview ({settings}) failed: {exc}")
             return None
         self.preview = result
         self.preview_count += 1
-        summary = result.summary
-        what_if = ", ".join(f"{c}={p}" for c, p in sorted(self.what_if.items()))
-        self.summary.setText(
-            f"preview (not stored): {summary['n_candidates']} candidates of {summary['n_clips']} clips at "
-            f"θ = {summary['theta_used']:.4g}; {summary['n_positive']} P, {summary['n_negative']} N of "
-            f"{summary['n_categories']} categories" + (f"; what if {what_if}" if what_if else "")
-        )
-        self._fill_categories(result)
+        self.shown_run_id = None
         base = result.diff.base_run_id if result.diff is not None else None
-        self.preview_diff.set_diff(result.diff, f"against run {base}" if base is not None else "")
+        against = f"compared with stored run {base}" if base is not None else "no stored run to compare with"
+        self.source.setText(f"Preview ({settings}) — not stored; {against}")
+        self.summary.setText(f"Preview ({settings}): {_summary_numbers(result)}")
+        self._fill_categories(result, self.what_if)
+        self.diff_title.setText(f"Preview against stored run {base}" if base is not None else "Preview")
+        self.preview_diff.set_diff(result.diff, f"preview against run {base}" if base is not None else "")
         return result
+
+    def show_stored(self, run_id: int | None = None) -> service.FitResult | None:
+        """Show a stored run (default: the latest): its settings, categories, numbers and its diff
+        against the run before it.  With no stored run, a preview is shown instead."""
+        self._timer.stop()
+        try:
+            stored = service.stored_fit(self.store, run_id)
+        except AglwError as exc:
+            self.summary.setText(str(exc))
+            return None
+        if stored is None:
+            self.stored = None
+            self.summary.setText("no stored run yet: “Fit and store run” (or `aglw fit`) stores one")
+            self.preview_now()
+            return None
+        info = service.run_info(self.store, int(stored.run_id))
+        params = FitParameters.from_dict(stored.parameters)
+        self._set_controls(params, stored.alm_model or None)
+        self.what_if.clear()
+        self.stored = stored
+        self.shown_run_id = stored.run_id
+        settings = settings_text(params, stored.alm_model or None)
+        created = info.created_at.strftime("%Y-%m-%d %H:%M")
+        self.source.setText(f"Stored run {stored.run_id} ({created}) — {settings}")
+        self.summary.setText(f"Stored run {stored.run_id} ({created}, {settings}): {_summary_numbers(stored)}")
+        self._fill_categories(stored, {})
+        base = stored.diff.base_run_id if stored.diff is not None else None
+        if base is None:
+            self.diff_title.setText(f"Stored run {stored.run_id}")
+            self.preview_diff.set_diff(None, "no earlier stored run to compare with")
+        else:
+            self.diff_title.setText(f"Stored run {stored.run_id} against stored run {base}")
+            self.preview_diff.set_diff(stored.diff, f"run {base} → run {stored.run_id}")
+        return stored
 
     def fit_and_store(self) -> int | None:
         """Fit with the current parameters and store the run (what-if polarities are not used)."""
@@ -313,15 +424,15 @@ class CurationView(QWidget):
             self._select_runs(result.diff.base_run_id if result.diff else None, result.run_id)
             if result.diff is not None:
                 self.show_run_diff()
-        self.preview_now()
+            self.show_stored(result.run_id)
         return result.run_id
 
-    def _fill_categories(self, result: service.FitResult) -> None:
+    def _fill_categories(self, result: service.FitResult, what_if: dict[str, str]) -> None:
         current = self.selected_category()
         rows = sorted(result.categories, key=lambda c: (c.polarity not in ("P", "N"), -abs(c.a - c.a_bar), c.id))
         self.table.setRowCount(len(rows))
         for row, category in enumerate(rows):
-            forced = "what-if" if category.id in self.what_if else ("yes" if category.overridden else "")
+            forced = "what-if" if category.id in what_if else ("yes" if category.overridden else "")
             values = [category.id, category.name or "", f"{category.a:.3f}", f"{category.a_bar:.3f}",
                       str(category.support), category.fitted_polarity, category.polarity, forced]
             for column, value in enumerate(values):
@@ -393,7 +504,14 @@ class CurationView(QWidget):
         self.alm.setCurrentIndex(max(index, 0))
         self.alm.blockSignals(False)
         self.refresh_runs()
-        self.preview_now()
+        latest = service.latest_run_id(self.store)
+        new_run = latest != self._latest_run_id
+        self._latest_run_id = latest
+        if self.shown_run_id is None and self.preview is not None and not new_run:
+            self.preview_now()  # the user's preview stays a preview, recomputed on the current data
+        else:
+            # a run stored meanwhile (a fit job, `aglw fit`) is shown; else the run shown stays
+            self.show_stored(None if new_run or self.shown_run_id is None else self.shown_run_id)
 
     def refresh_runs(self) -> None:
         runs = service.list_runs(self.store)
@@ -411,6 +529,11 @@ class CurationView(QWidget):
                 combo.addItem(f"run {run.id}", run.id)
         if len(runs) >= 2:
             self._select_runs(previous[0] or runs[-2].id, previous[1] or runs[-1].id)
+
+    def _run_double_clicked(self, row: int, _column: int) -> None:
+        item = self.runs.item(row, 0)
+        if item is not None:
+            self.show_stored(int(item.text()))
 
     def run_ids(self) -> list[int]:
         return [int(self.run_a.itemData(i)) for i in range(self.run_a.count())]

@@ -1,8 +1,10 @@
-"""Selection builder: target size, strata counts before (the eligible pool) and after (the
-selection), expert accepts / rejects, and export to an AGL1K CSV plus manifest.
+"""Selection builder: the stored selections, target size, strata counts before (the eligible
+pool) and after (the selection), expert accepts / rejects, and export to an AGL1K CSV plus manifest.
 
-Building calls :func:`workbench.curation.selection.make_selection`, the function behind
-``aglw select``, so the counts shown are the command's counts for the same parameters.
+Every selection stored in the project is listed, whoever made it (``aglw select`` or this
+view), newest first; the view opens on the latest.  Building calls
+:func:`workbench.curation.selection.make_selection`, the function behind ``aglw select``, so
+the counts shown are the command's counts for the same parameters.
 """
 
 from __future__ import annotations
@@ -29,8 +31,15 @@ from PySide6.QtWidgets import (
 
 from storage import Store
 from workbench.curation import service
-from workbench.curation.export import ExportResult, export_selection
-from workbench.curation.selection import UNKNOWN_CONTINENT, SelectionResult, make_selection, selection_pool
+from workbench.curation.export import ExportResult, TargetExists, export_selection
+from workbench.curation.selection import (
+    UNKNOWN_CONTINENT,
+    SelectionResult,
+    list_selections,
+    load_selection,
+    make_selection,
+    selection_pool,
+)
 from workbench.errors import AglwError
 
 KEY_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -70,6 +79,11 @@ class SelectionView(QWidget):
         self.result: SelectionResult | None = None
         self.before: dict[str, Any] | None = None
         self.run = QComboBox()
+        self.stored = QComboBox()
+        self.stored.setToolTip("selections stored in the project (aglw select or Build selection), newest first")
+        self.stored.setPlaceholderText("none stored yet")
+        self.stored.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.stored.currentIndexChanged.connect(self._stored_chosen)
         self.size = QSpinBox()
         self.size.setRange(1, 100_000)
         self.size.setValue(100)
@@ -79,7 +93,8 @@ class SelectionView(QWidget):
         self.export_button.setEnabled(False)
         self.export_button.clicked.connect(self._export_clicked)
         row = QHBoxLayout()
-        for widget in (QLabel("Run"), self.run, QLabel("Target size"), self.size, self.build_button, self.export_button):
+        for widget in (QLabel("Stored selection"), self.stored, QLabel("Run"), self.run, QLabel("Target size"), self.size,
+                       self.build_button, self.export_button):
             row.addWidget(widget)
         row.addStretch(1)
         self.counts = QTableWidget(0, 3)
@@ -107,13 +122,17 @@ class SelectionView(QWidget):
         self.refresh()
 
     def refresh(self) -> None:
-        """Re-read the stored runs and the current decisions."""
+        """Re-read the stored runs, the stored selections and the current decisions."""
         chosen = self.run.currentData()
         self.run.clear()
         for info in reversed(service.list_runs(self.store)):
             self.run.addItem(f"run {info.id}", info.id)
         self.run.setCurrentIndex(max(self.run.findData(chosen), 0))
         self.build_button.setEnabled(self.run.count() > 0)
+        self._refresh_pool()
+        self._refresh_stored()
+
+    def _refresh_pool(self) -> None:
         run_id = self.run.currentData()
         if run_id is None:
             self.message.setText("no curation run stored yet: fit one in the Curation view")
@@ -135,29 +154,90 @@ class SelectionView(QWidget):
                 self.decisions.addItem(item)
         self._fill_counts()
 
+    def _refresh_stored(self) -> None:
+        """List the stored selections; keep the one shown, else show the latest."""
+        shown = self.result.selection_id if self.result is not None else None
+        selections = list_selections(self.store)
+        self.stored.blockSignals(True)
+        try:
+            self.stored.clear()
+            for info in selections:
+                created = info.created_at.strftime("%Y-%m-%d %H:%M")
+                run = f"run {info.run_id}" if info.run_id is not None else "run removed"
+                self.stored.addItem(f"selection {info.id} ({run}, {info.n_selected} of {info.size} clips, {created})", info.id)
+        finally:
+            self.stored.blockSignals(False)
+        ids = [info.id for info in selections]
+        if shown in ids:
+            self._mark_stored(shown)
+        elif ids:
+            self.show_selection(ids[0])
+
+    def stored_selection_ids(self) -> list[int]:
+        """The stored selections listed, newest first."""
+        return [int(self.stored.itemData(i)) for i in range(self.stored.count())]
+
+    def _mark_stored(self, selection_id: int) -> None:
+        self.stored.blockSignals(True)
+        self.stored.setCurrentIndex(self.stored.findData(selection_id))
+        self.stored.blockSignals(False)
+
+    def _stored_chosen(self, index: int) -> None:
+        if index >= 0:
+            self.show_selection(int(self.stored.itemData(index)))
+
+    def show_selection(self, selection_id: int) -> SelectionResult | None:
+        """Show a stored selection: its clips, its counts against its run's pool, ready to export."""
+        try:
+            result = load_selection(self.store, selection_id)
+        except AglwError as exc:
+            self.message.setText(str(exc))
+            return None
+        if result.run_id is not None and result.run_id != self.run.currentData():
+            index = self.run.findData(result.run_id)
+            if index >= 0:
+                self.run.setCurrentIndex(index)
+                self._refresh_pool()
+        self._show_result(result)
+        counts = result.counts
+        self.message.setText(
+            f"stored selection {result.selection_id} from run {result.run_id}: {counts.get('selected', len(result.keys))} "
+            f"of {counts.get('size_requested', '?')} clips"
+        )
+        return result
+
+    def _show_result(self, result: SelectionResult) -> None:
+        self.result = result
+        self.chosen.clear()
+        for key in result.keys:
+            item = QListWidgetItem(key)
+            item.setData(KEY_ROLE, key)
+            self.chosen.addItem(item)
+        self.export_button.setEnabled(True)
+        self._mark_stored(result.selection_id)
+        self._fill_counts()
+
     def build(self) -> SelectionResult | None:
         """Select (and store) ``size`` clips from the chosen run, as ``aglw select`` does."""
         run_id = self.run.currentData()
         try:
             self.refresh()
-            self.result = make_selection(self.store, self.size.value(), run_id=run_id)
+            if run_id is not None and self.run.findData(run_id) >= 0:
+                self.run.setCurrentIndex(self.run.findData(run_id))
+                self._refresh_pool()
+            result = make_selection(self.store, self.size.value(), run_id=run_id)
         except AglwError as exc:
             self.message.setText(str(exc))
             return None
-        counts = self.result.counts
-        self.chosen.clear()
-        for key in self.result.keys:
-            item = QListWidgetItem(key)
-            item.setData(KEY_ROLE, key)
-            self.chosen.addItem(item)
+        self._refresh_stored()
+        self._show_result(result)
+        counts = result.counts
         missing = ", ".join(counts["continents_missing"])
         self.message.setText(
-            f"selection {self.result.selection_id} from run {self.result.run_id}: {counts['selected']} of "
+            f"selection {result.selection_id} from run {result.run_id}: {counts['selected']} of "
             f"{counts['size_requested']} clips" + (f"; continents without a clip: {missing}" if missing else "")
         )
-        self.export_button.setEnabled(True)
-        self._fill_counts()
-        return self.result
+        return result
 
     def count_rows(self) -> dict[str, tuple[str, str]]:
         """The counts table: stratum → (before, after) as shown."""
@@ -184,13 +264,17 @@ class SelectionView(QWidget):
             for c, value in enumerate((name, b, a)):
                 self.counts.setItem(r, c, QTableWidgetItem("" if value is None else str(value)))
 
-    def export_to(self, path: str | Path) -> ExportResult | None:
-        """Write the built selection as AGL1K CSV + manifest."""
+    def export_to(self, path: str | Path, *, overwrite: bool = False) -> ExportResult | None:
+        """Write the selection shown as AGL1K CSV + manifest; an existing file is replaced only with
+        ``overwrite`` (the save dialog has asked the user)."""
         if self.result is None:
             self.message.setText("build a selection first")
             return None
         try:
-            exported = export_selection(self.store, path, selection_id=self.result.selection_id)
+            exported = export_selection(self.store, path, selection_id=self.result.selection_id, overwrite=overwrite)
+        except TargetExists as exc:
+            self.message.setText(f"{exc.path} exists; choose another file name (nothing was written)")
+            return None
         except AglwError as exc:
             self.message.setText(str(exc))
             return None
@@ -200,4 +284,6 @@ class SelectionView(QWidget):
     def _export_clicked(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "Export selection", "selection.csv", "CSV (*.csv)")
         if path:
-            self.export_to(path)
+            # the save dialog asked before replacing an existing CSV (its manifest goes with it);
+            # a manifest left without its CSV was not asked about and is not replaced
+            self.export_to(path, overwrite=Path(path).exists())

@@ -13,15 +13,20 @@ import numpy as np
 import pandas as pd
 from scipy.stats import rankdata
 
-from workbench.agreement import stats
+from workbench.agreement import minimums, stats
 from workbench.agreement.bootstrap import per_clip_sum, percentile_intervals, resample_weights, resampled
-from workbench.agreement.units import LABELS, category_root_column
+from workbench.agreement.units import LABELS, category_root_column, majority_per_unit
 
+# n_units: the units the coefficient used (paired units of a pair, pairable units of α / AC1,
+# complete units of Fleiss' κ); n_raters: the raters it compared; reason: why the value is
+# empty (below a floor of ``minimums``, or undefined on these data).
 COEFFICIENT_COLUMNS = [
     "section", "label", "subset_kind", "subset", "rater_a", "rater_b", "coefficient",
-    "value", "ci_low", "ci_high", "n_units", "n_clips", "n_boot_undefined", "n_boot",
+    "value", "ci_low", "ci_high", "n_units", "n_clips", "n_boot_undefined", "n_boot", "n_raters", "reason",
 ]
 ALL_RATERS = "(all)"
+CONSENSUS_OF_OTHERS = "expert_consensus_others"
+UNDEFINED = "undefined on these data"
 NOMINAL_PAIR = ["percent_agreement", "cohen_kappa", "gwet_ac1", "pabak", "balanced_accuracy"]
 ORDINAL_PAIR = NOMINAL_PAIR + [
     "weighted_kappa_linear", "weighted_kappa_quadratic", "alpha_ordinal", "alpha_interval",
@@ -102,10 +107,21 @@ class _Matrix:
         self.n_clips = clip_ids.size
 
 
-def _pair_tables(matrix: _Matrix, raters: list[str]) -> list[tuple]:
-    """Per-clip count tables of every rater pair that shares units, over the categories it used."""
+def _includes(kinds: Mapping[str, str], rater_a: str, rater_b: str) -> bool:
+    """True when one rater is the all-expert consensus and the other an expert in it."""
+    return any(a == "expert_consensus" and kinds.get(b) == "expert" for a, b in ((rater_a, rater_b), (rater_b, rater_a)))
+
+
+def _pair_tables(matrix: _Matrix, raters: list[str], kinds: Mapping[str, str]) -> list[tuple]:
+    """Per-clip count tables of every rater pair that shares units, over the categories it used.
+
+    An expert is never paired with the consensus of all experts (it contains her own rating);
+    :func:`_leave_one_out_rows` compares her with the consensus of the others instead.
+    """
     tables = []
     for (i, rater_a), (j, rater_b) in itertools.combinations(enumerate(raters), 2):
+        if _includes(kinds, rater_a, rater_b):
+            continue
         both = (matrix.codes[:, i] >= 0) & (matrix.codes[:, j] >= 0)
         if not both.any():
             continue
@@ -123,7 +139,7 @@ def _pair_tables(matrix: _Matrix, raters: list[str]) -> list[tuple]:
 def _pair_rows(matrix, coder, label, subset_kind, subset, raters, kinds, weights, section_override=None):
     rows = []
     names = ORDINAL_PAIR if coder.numeric is not None else NOMINAL_PAIR
-    tables = _pair_tables(matrix, raters)
+    tables = _pair_tables(matrix, raters, kinds)
     if not tables:
         return rows
     # one product for all pairs: the weight matrix is read once per subset, not once per pair
@@ -143,7 +159,7 @@ def _pair_rows(matrix, coder, label, subset_kind, subset, raters, kinds, weights
         boot = stats.pair_table_stats(boot_tables, values, n_categories=coder.n_domain) if boot_tables is not None else {}
         section = section_override or _section(kinds[rater_a], kinds[rater_b], rater_a, rater_b)
         base = dict(section=section, label=label, subset_kind=subset_kind, subset=subset, rater_a=rater_a,
-                    rater_b=rater_b, n_units=n_units, n_clips=n_clips)
+                    rater_b=rater_b, n_units=n_units, n_clips=n_clips, n_raters=2)
         points = {name: float(point[name]) for name in names}
         boots = {name: boot[name] for name in names} if boot else {}
         if {kinds[rater_a], kinds[rater_b]} == {"expert", "judge"}:
@@ -181,9 +197,10 @@ def _group_rows(matrix, coder, label, subset_kind, subset, raters, kinds, weight
     codes = matrix.codes[:, primary]
     counts = stats.unit_counts(codes, q)
     pairable = counts.sum(1) >= 2
+    n_raters = int(((codes >= 0) & pairable[:, None]).any(axis=0).sum())
     base = dict(section="all-raters", label=label, subset_kind=subset_kind, subset=subset, rater_a=ALL_RATERS,
                 rater_b="+".join(raters[i] for i in primary), n_units=int(pairable.sum()),
-                n_clips=int(np.unique(matrix.clip[pairable]).size))
+                n_clips=int(np.unique(matrix.clip[pairable]).size), n_raters=n_raters)
     coincidence = per_clip_sum(matrix.clip, stats.coincidence_matrices(counts), matrix.n_clips)
     boot_coincidence = resampled(weights, coincidence) if weights.size else None
     points: dict[str, float] = {}
@@ -205,11 +222,75 @@ def _group_rows(matrix, coder, label, subset_kind, subset, raters, kinds, weight
                   for p in stats.fleiss_sums(judge_counts)]
         m = len(judges)
         fleiss_base = dict(base, section="judge-judge", rater_b="+".join(raters[i] for i in judges),
-                           n_units=int(complete.sum()), n_clips=int(np.unique(matrix.clip[complete]).size))
+                           n_units=int(complete.sum()), n_clips=int(np.unique(matrix.clip[complete]).size), n_raters=m)
         point = {"fleiss_kappa": float(stats.fleiss_from_sums(*(p.sum(0) for p in fleiss), m))}
         boot = {"fleiss_kappa": stats.fleiss_from_sums(*(resampled(weights, p) for p in fleiss), m)} if weights.size else {}
         rows += _interval_rows(fleiss_base, point, boot)
     return rows
+
+
+def _leave_one_out_rows(part, label, subset_kind, subset, bootstrap, seed):
+    """Each expert against the consensus of the *other* experts (leave one out).
+
+    The consensus on a unit is the majority (nominal; ties missing) or the mean (ordinal) of
+    the other experts' ratings, on units at least ``minimums.MIN_OTHER_EXPERTS`` of them rated.
+    Where no unit qualifies the rows are there with an empty value and the reason.
+    """
+    rows = []
+    experts_only = part[part["rater_kind"] == "expert"]
+    experts = sorted(experts_only["rater"].unique())
+    if len(experts) < 2:
+        return rows  # one expert: no consensus to compare her with (and none was ever built)
+    nominal = LABELS[label][0] == "nominal"
+    for expert in experts:
+        own = experts_only[experts_only["rater"] == expert]
+        others = experts_only[(experts_only["rater"] != expert) & experts_only["unit"].isin(own["unit"])]
+        n_others = others.groupby("unit")["rater"].nunique()
+        qualified = others[others["unit"].isin(n_others.index[n_others >= minimums.MIN_OTHER_EXPERTS])]
+        if nominal:
+            consensus = majority_per_unit(qualified) if not qualified.empty else pd.Series(dtype=object)
+        else:
+            consensus = qualified.assign(value=qualified["value"].astype(float)).groupby("unit")["value"].mean()
+        base = dict(section="expert-expert", label=label, subset_kind=subset_kind, subset=subset, rater_a=expert,
+                    rater_b=CONSENSUS_OF_OTHERS, n_raters=2)
+        if consensus.empty:
+            if qualified.empty:
+                available = int(n_others.max()) if not n_others.empty else 0
+                why = f"needs at least {minimums.MIN_OTHER_EXPERTS} other experts on a unit; {available} available"
+            else:
+                why = "the other experts tie on every unit they share with this expert (no majority)"
+            names = NOMINAL_PAIR if nominal else ORDINAL_PAIR
+            rows += [dict(base, coefficient=name, value=None, ci_low=None, ci_high=None, n_units=0, n_clips=0,
+                          n_boot_undefined=0, n_boot=0, reason=why) for name in names]
+            continue
+        meta = own.drop_duplicates("unit").set_index("unit")[["clip_id"]]
+        derived = meta.loc[consensus.index].reset_index().assign(
+            rater=CONSENSUS_OF_OTHERS, rater_kind="derived", value=consensus.to_numpy(dtype=object))
+        frame = pd.concat([own[own["unit"].isin(consensus.index)][["unit", "clip_id", "rater", "rater_kind", "value"]],
+                           derived[["unit", "clip_id", "rater", "rater_kind", "value"]]], ignore_index=True)
+        coder = _Coder(label, frame["value"])
+        pair = [expert, CONSENSUS_OF_OTHERS]
+        matrix = _Matrix(frame, coder, pair)
+        weights = resample_weights(matrix.n_clips, bootstrap, seed, f"{label}/{subset_kind}/{subset}/loo/{expert}")
+        rows += _pair_rows(matrix, coder, label, subset_kind, subset, pair,
+                           {expert: "expert", CONSENSUS_OF_OTHERS: "derived"}, weights, section_override="expert-expert")
+    return rows
+
+
+def apply_minimums(table: pd.DataFrame) -> pd.DataFrame:
+    """Empty every value (and interval) below its floor in ``minimums``, with the reason.
+
+    Rows that already carry a reason keep it; a value that is undefined on the data (e.g. κ of
+    two raters who each used one label) gets the reason ``undefined on these data``.
+    """
+    table = table.copy()
+    floors = [minimums.reason(c, int(u), int(r)) for c, u, r in zip(table["coefficient"], table["n_units"], table["n_raters"])]
+    reasons = [f if pd.isna(g) else g for g, f in zip(table["reason"], floors)]
+    below = pd.Series([r is not None for r in reasons], index=table.index)
+    table.loc[below, ["value", "ci_low", "ci_high"]] = np.nan
+    table["reason"] = [r if r is not None else (UNDEFINED if not np.isfinite(v) else None)
+                       for r, v in zip(reasons, table["value"].astype(float))]
+    return table
 
 
 def _localizability_rows(ratings, seed, n_resamples):
@@ -232,7 +313,7 @@ def _localizability_rows(ratings, seed, n_resamples):
             with np.errstate(divide="ignore", invalid="ignore"):
                 samples = (rx * ry).sum(1) / np.sqrt((rx**2).sum(1) * (ry**2).sum(1))
         base = dict(section="curation-expert", label="rating~localizability", subset_kind="all", subset="all",
-                    rater_a=rater, rater_b="curation_fit", n_units=len(x), n_clips=len(x))
+                    rater_a=rater, rater_b="curation_fit", n_units=len(x), n_clips=len(x), n_raters=2)
         rows += _interval_rows(base, {"spearman": np.nan if point is None else point},
                                {} if samples is None else {"spearman": samples})
     return rows
@@ -246,6 +327,7 @@ def compute_coefficients(
     bootstrap: int = 2000,
     seed: int = 0,
     retest: pd.DataFrame | None = None,
+    breakdowns: bool = True,
 ) -> pd.DataFrame:
     """Every coefficient, for all units and each breakdown, with bootstrap intervals.
 
@@ -261,6 +343,14 @@ def compute_coefficients(
         Number of cluster resamples (0 = none) and the seed.
     retest
         Earlier judge-run ratings (``RATING_COLUMNS`` + judge_run_id) for test-retest.
+    breakdowns
+        False: only the "all units" rows (a quick overview, e.g. the cockpit's).
+
+    Returns
+    -------
+    DataFrame
+        ``COEFFICIENT_COLUMNS``; every row carries its n (``n_units``, ``n_raters``), and a value
+        below its floor in :mod:`workbench.agreement.minimums` is empty with a ``reason``.
     """
     rows: list[dict] = []
     info = clips.set_index("clip_id")
@@ -275,8 +365,8 @@ def compute_coefficients(
             continue
         coder = _Coder(label, frame["value"])
         subsets: list[tuple[str, str, pd.DataFrame]] = [("all", "all", frame)]
-        breakdowns = ["continent", "speech"] if label in ("rating", "decision") else ["category_id", "root", "continent", "speech"]
-        for column in breakdowns:
+        columns = ["continent", "speech"] if label in ("rating", "decision") else ["category_id", "root", "continent", "speech"]
+        for column in columns if breakdowns else []:
             if frame[column].isna().all():
                 continue
             for value, part in frame.groupby(column, sort=True):
@@ -287,12 +377,14 @@ def compute_coefficients(
             matrix = _Matrix(part, coder, raters)
             weights = resample_weights(matrix.n_clips, bootstrap, seed, f"{label}/{subset_kind}/{subset}")
             rows += _pair_rows(matrix, coder, label, subset_kind, subset, raters, kinds, weights)
+            rows += _leave_one_out_rows(part, label, subset_kind, subset, bootstrap, seed)
             rows += _group_rows(matrix, coder, label, subset_kind, subset, raters, kinds, weights)
     rows += _localizability_rows(ratings, seed, bootstrap)
     if retest is not None and not retest.empty:
         rows += _retest_rows(ratings, retest, bootstrap, seed)
     table = pd.DataFrame(rows, columns=COEFFICIENT_COLUMNS)
-    return table.astype({"value": float, "ci_low": float, "ci_high": float})
+    table = table.astype({"value": float, "ci_low": float, "ci_high": float, "n_units": int, "n_raters": int})
+    return apply_minimums(table)
 
 
 def _retest_rows(ratings, retest, bootstrap, seed):

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 import re
+import shutil
+import tempfile
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -14,8 +17,12 @@ import numpy as np
 import pandas as pd
 
 import workbench
+from workbench.agreement import minimums
 from workbench.agreement.units import CODING_DECISIONS, LABELS, RATING_COLUMNS, RatingData
+from workbench.errors import AglwError
 
+TOOL = "agl-workbench aglw agreement"
+MANIFEST = "manifest.json"
 FIGURE_SIZE_IN = (6.4, 4.8)
 FIGURE_DPI = 100
 SUMMARY_COEFFICIENTS = {
@@ -39,6 +46,7 @@ class Manifest:
     raters: list[dict]
     judge_runs: list[dict]
     files: dict = field(default_factory=dict)
+    minimums: dict = field(default_factory=minimums.describe)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -71,13 +79,17 @@ def _fmt(value: object) -> str:
 
 
 def summary_table(coefficients: pd.DataFrame) -> pd.DataFrame:
-    """The headline rows (all units) with values and intervals rounded to 4 decimals as text."""
+    """The headline rows (all units) with values and intervals rounded to 4 decimals as text.
+
+    Each row carries its n (units and raters); an empty value comes with its reason.
+    """
     head = coefficients[(coefficients["subset_kind"] == "all") & coefficients["coefficient"].isin(SUMMARY_COEFFICIENTS)]
-    table = head[["section", "label", "rater_a", "rater_b", "coefficient", "n_units"]].copy()
+    table = head[["section", "label", "rater_a", "rater_b", "coefficient", "n_units", "n_raters"]].copy()
     table["value"] = head["value"].map(_fmt)
     table["ci_95"] = [
         "" if not np.isfinite(lo) else f"[{lo:.4f}, {hi:.4f}]" for lo, hi in zip(head["ci_low"].fillna(np.nan), head["ci_high"].fillna(np.nan))
     ]
+    table["reason"] = head["reason"].map(lambda r: "" if r is None or pd.isna(r) else str(r))
     return table.reset_index(drop=True)
 
 
@@ -97,7 +109,8 @@ def _write_tables(out: Path, long: pd.DataFrame, coefficients: pd.DataFrame) -> 
     written += ["ratings_long.csv", "ratings_long.parquet", "ratings_wide.csv", "ratings_wide.parquet",
                 "coefficients.csv", "coefficients.parquet"]
     summary = summary_table(coefficients)
-    markdown = ["# Agreement summary (all units; 95 % cluster-bootstrap percentile intervals)", ""]
+    markdown = ["# Agreement summary (all units; 95 % cluster-bootstrap percentile intervals)", "",
+                minimums.describe_text(), ""]
     for label, part in summary.groupby("label", sort=True):
         markdown += [f"## {label}", "", part.drop(columns="label").to_markdown(index=False), ""]
     (out / "tables.md").write_text("\n".join(markdown), encoding="utf-8")
@@ -165,19 +178,28 @@ def _confusion_figures(out: Path, ratings: pd.DataFrame) -> list[str]:
 
 
 def _per_category_figure(out: Path, coefficients: pd.DataFrame) -> list[str]:
+    """α per category with its interval; a category below the minimum is listed with its reason
+    instead of a point, so the figure never hides that a category had too few units."""
     written = []
     for label, coefficient in (("effect", "krippendorff_alpha_nominal"), ("contribution", "krippendorff_alpha_ordinal")):
         rows = coefficients[(coefficients["label"] == label) & (coefficients["subset_kind"] == "category")
-                            & (coefficients["coefficient"] == coefficient)].dropna(subset=["value"])
+                            & (coefficients["coefficient"] == coefficient)].reset_index(drop=True)
         if rows.empty:
             continue
         fig = _figure()
         ax = fig.add_subplot()
         y = np.arange(len(rows))
-        low = (rows["value"] - rows["ci_low"].fillna(rows["value"])).clip(lower=0)
-        high = (rows["ci_high"].fillna(rows["value"]) - rows["value"]).clip(lower=0)
-        ax.errorbar(rows["value"], y, xerr=[low, high], fmt="o", capsize=3)
-        ax.set_yticks(y, rows["subset"])
+        shown = rows["value"].notna().to_numpy()
+        if shown.any():
+            part = rows[shown]
+            low = (part["value"] - part["ci_low"].fillna(part["value"])).clip(lower=0)
+            high = (part["ci_high"].fillna(part["value"]) - part["value"]).clip(lower=0)
+            ax.errorbar(part["value"], y[shown], xerr=[low, high], fmt="o", capsize=3)
+        for position in y[~shown]:
+            ax.text(0.02, position, f"not reported: {rows.at[position, 'reason']}", va="center", fontsize=7,
+                    color="dimgrey", transform=ax.get_yaxis_transform())
+        ax.set_yticks(y, [f"{c} (n = {n})" for c, n in zip(rows["subset"], rows["n_units"])])
+        ax.set_ylim(-0.5, len(rows) - 0.5)
         ax.axvline(0, color="grey", linewidth=0.8)
         ax.set_xlabel(f"{coefficient} (95 % cluster-bootstrap interval)")
         ax.set_title(f"{label}: agreement per category")
@@ -252,7 +274,7 @@ def write_bundle(
             if match is not None:
                 entry["pseudonym"] = match["pseudonym"]
     manifest = Manifest(
-        tool="agl-workbench aglw agreement",
+        tool=TOOL,
         version=workbench.__version__,
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         parameters={
@@ -265,7 +287,7 @@ def write_bundle(
             "root_breakdown": root_breakdown,
             "python": platform.python_version(),
         },
-        coding_decisions=list(CODING_DECISIONS)
+        coding_decisions=list(CODING_DECISIONS) + [minimums.describe_text()]
         + ([] if reveal_annotators else ["Experts are named by their pseudonym (Annotator.pseudonym)."]),
         data_fingerprint=hashlib.sha256((out / "ratings_long.csv").read_bytes()).hexdigest(),
         n_ratings=int(len(long)),
@@ -274,5 +296,80 @@ def write_bundle(
         judge_runs=data.judge_runs,
         files={name: _sha256(out / name) for name in files},
     )
-    (out / "manifest.json").write_text(json.dumps(manifest.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    (out / MANIFEST).write_text(json.dumps(manifest.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return manifest
+
+
+# --------------------------------------------------------------------------- where a bundle may go
+
+
+def _earlier_bundle(out: Path) -> list[Path] | None:
+    """The files of an earlier agreement bundle in ``out``, or None when ``out`` holds anything else.
+
+    A folder is an earlier bundle when its manifest.json names this tool and every file in it is
+    the manifest or one the manifest lists (so --force never deletes a file the user put there).
+    """
+    try:
+        manifest = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(manifest, dict) or manifest.get("tool") != TOOL or not isinstance(manifest.get("files"), dict):
+        return None
+    listed = {MANIFEST, *(str(name) for name in manifest["files"])}
+    found = [p for p in out.rglob("*") if not p.is_dir()]
+    if any(p.relative_to(out).as_posix() not in listed for p in found):
+        return None
+    return found
+
+
+def check_bundle_target(out: Path, *, replace: bool) -> list[Path]:
+    """Refuse a target that would lose data; return the earlier bundle's files to replace (if any).
+
+    The bundle goes into a new or empty folder.  A folder holding an earlier agreement bundle
+    (and nothing else) is replaced only with ``replace`` (``--force``); any other non-empty
+    folder, and a file, are refused even then.
+    """
+    if out.exists() and not out.is_dir():
+        raise AglwError(f"{out} is a file; --out takes a folder for the bundle: choose a new or empty folder")
+    if not out.exists() or not any(out.iterdir()):
+        return []
+    earlier = _earlier_bundle(out)
+    if earlier is None:
+        raise AglwError(f"{out} is not empty; choose a new or empty folder for the agreement bundle "
+                        "(--force replaces only an earlier agreement bundle)")
+    if not replace:
+        raise AglwError(f"{out} holds an earlier agreement bundle; pass --force to replace it, "
+                        "or choose a new or empty folder")
+    return earlier
+
+
+def write_bundle_into(out: Path, write, *, replace: bool) -> Manifest:
+    """Run ``write(folder)`` (which writes a bundle and returns its manifest) so that ``out`` ends
+    up holding exactly the new bundle.
+
+    The bundle is written into a temporary folder beside ``out`` first: if writing fails,
+    ``out`` is untouched.  Only then are an earlier bundle's files (``replace``) removed and the
+    new files moved in.
+    """
+    earlier = check_bundle_target(out, replace=replace)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        manifest = write(staging)
+        check_bundle_target(out, replace=replace)  # nothing appeared there meanwhile
+        for path in earlier:
+            path.unlink(missing_ok=True)
+        for folder in sorted((p for p in out.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+            if not any(folder.iterdir()):
+                folder.rmdir()
+        out.mkdir(parents=True, exist_ok=True)
+        # the manifest last: a folder with a manifest holds a whole bundle
+        for path in sorted(staging.rglob("*"), key=lambda p: (p.name == MANIFEST, p.as_posix())):
+            if path.is_dir():
+                continue
+            target = out / path.relative_to(staging)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(path, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return manifest

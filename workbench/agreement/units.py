@@ -57,7 +57,11 @@ CODING_DECISIONS = [
     "Derived rater judge_majority: the most frequent judge effect on a unit; ties are missing.",
     "Derived rater judge_mean: the mean judge contribution on a unit (at least one judge).",
     "Derived rater expert_consensus (only when at least two experts rated the label): the most frequent "
-    "expert effect/polarity/decision (ties missing) and the mean expert contribution/rating.",
+    "expert effect/polarity/decision (ties missing) and the mean expert contribution/rating; judges and the "
+    "curation fit are compared with it.",
+    "An expert is never compared with a consensus that contains her own rating: expert vs "
+    "expert_consensus_others uses the consensus of the OTHER experts (leave one out), on units at least two "
+    "other experts rated; with fewer the comparison is not available (empty value, with the reason).",
     "Derived rater curation_fit (latest curation run): the fitted category polarity (P/N/neutral; "
     "'insufficient' is missing) on every (clip, category) unit an expert gave a polarity, the clip's "
     "localizability l_k, and decision accept when the clip is a candidate (l_k > theta), else reject.",
@@ -220,7 +224,8 @@ def load_ratings(store: Store, *, alm_model: str | None = None, reveal_annotator
     )
 
 
-def _majority_per_unit(subset: pd.DataFrame) -> pd.Series:
+def majority_per_unit(subset: pd.DataFrame) -> pd.Series:
+    """The most frequent value per unit of long rows (unit, value); units with a tie are left out."""
     counts = pd.crosstab(subset["unit"], subset["value"].astype(str))
     ordered = np.sort(counts.to_numpy(), axis=1)
     unique_top = ordered[:, -1] > (ordered[:, -2] if ordered.shape[1] > 1 else 0)
@@ -241,7 +246,7 @@ def add_derived_raters(ratings: pd.DataFrame) -> pd.DataFrame:
             if subset.empty or (kind == "expert" and subset["rater"].nunique() < 2):
                 continue  # a single expert is already their own consensus
             if LABELS[label][0] == "nominal":
-                combined = _majority_per_unit(subset)
+                combined = majority_per_unit(subset)
                 rater = "judge_majority" if kind == "judge" else "expert_consensus"
             else:
                 combined = subset.assign(value=subset["value"].astype(float)).groupby("unit")["value"].mean()

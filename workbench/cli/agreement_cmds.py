@@ -33,6 +33,9 @@ def register(app: typer.Typer) -> None:
             "ontology_path in config.toml, or the downloaded copy).",
         ),
         alm: Optional[str] = typer.Option(None, "--alm", help="ALM whose judged reasoning is studied (default: latest)."),
+        force: bool = typer.Option(
+            False, "--force", help="Replace an earlier agreement bundle in DIR (any other non-empty DIR is refused)."
+        ),
     ) -> None:
         """Agreement study: the project bundle (--out) or any ratings CSV (--ratings)."""
         from workbench.agreement import service
@@ -48,7 +51,10 @@ def register(app: typer.Typer) -> None:
             else:
                 _print_ratings(result)
             return
+        from workbench.agreement.report import check_bundle_target
         from workbench.tagging.ontology import load_local_ontology, load_ontology
+
+        check_bundle_target(out, replace=force)  # refuse at once, before any diagnostics or work
 
         audioset = load_ontology(ontology) if ontology is not None else load_local_ontology()
         roots = audioset.primary_roots if audioset is not None else None
@@ -58,7 +64,7 @@ def register(app: typer.Typer) -> None:
         say(f"agreement: cluster bootstrap B = {bootstrap}, seed = {seed} ...")
         manifest = service.export_agreement(
             context.store(), out, bootstrap=bootstrap, seed=seed, reveal_annotators=reveal_annotators,
-            category_roots=roots, alm_model=alm,
+            category_roots=roots, alm_model=alm, replace=force,
         )
         if context.json:
             emit_json({"out": str(out), **manifest.to_dict()})
@@ -68,13 +74,17 @@ def register(app: typer.Typer) -> None:
 
 
 def _print_ratings(result: dict) -> None:
-    def fmt(value: object) -> str:
-        return "undefined" if value is None else f"{value:.4f}"
+    def fmt(entry: dict) -> str:
+        n = f"n = {entry['n_units']} units, {entry['n_raters']} raters"
+        if entry["value"] is None:
+            return f"not reported ({entry['reason']}; {n})"
+        return f"{entry['value']:.4f} ({n})"
 
+    details = result["details"]
     show(f"units: {result['n_units']}, raters: {', '.join(result['raters'])}")
     for key in ("percent_agreement", "fleiss_kappa", "krippendorff_alpha", "gwet_ac1", "icc2_1", "icc3_1"):
-        if key in result:
-            show(f"{key}: {fmt(result[key])}")
+        if key in details:
+            show(f"{key}: {fmt(details[key])}")
     for key in ("cohen_kappa", "weighted_kappa_linear", "weighted_kappa_quadratic"):
-        for pair, value in result.get(key, {}).items():
-            show(f"{key} {pair}: {fmt(value)}")
+        for pair, entry in details.get(key, {}).items():
+            show(f"{key} {pair}: {fmt(entry)}")

@@ -71,9 +71,14 @@ def fit_command(
     forced = _parse_what_if(what_if)
     if forced and not preview:
         raise AglwError("--what-if needs --preview (a stored run holds only recorded labels)")
-    roots_of, names = (_ontology_roll_up() if rollup == "root" else (None, None))
+    from workbench.project import category_names, check_category_id
+
+    store = app.store()
+    # A typo in --what-if would preview a category nobody has: refused with the close ids.
+    forced = {check_category_id(store, category, "--what-if"): value for category, value in forced.items()}
+    roots_of, names = (_ontology_roll_up() if rollup == "root" else (None, category_names(store)))
     result = service.fit(
-        app.store(), params, alm_model=alm, preview=preview,
+        store, params, alm_model=alm, preview=preview,
         what_if=service.WhatIf(category_polarity=forced) if forced else None,
         recalibrate_theta=recalibrate_theta, roots_of=roots_of, category_names=names,
     )
@@ -157,12 +162,13 @@ def export_selection_command(
     ctx: typer.Context,
     file: str = typer.Argument(..., help="CSV to write; the manifest goes to FILE.manifest.json."),
     selection: Optional[int] = typer.Option(None, "--selection", help="Selection id (default: the latest)."),
+    force: bool = typer.Option(False, "--force", help="Replace FILE and FILE.manifest.json if they exist."),
 ) -> None:
     """Write a selection as an AGL1K-format CSV (20-name header) plus FILE.manifest.json."""
     from workbench.curation.export import export_selection
 
     app = app_context(ctx)
-    result = export_selection(app.store(), file, selection_id=selection)
+    result = export_selection(app.store(), file, selection_id=selection, overwrite=force)
     if app.json:
         emit_json({"csv": str(result.csv_path), "manifest": str(result.manifest_path), "n_rows": result.n_rows,
                    "selection_id": result.selection_id})

@@ -47,6 +47,14 @@ REQUIRED_NUMBERS = (
 MANIFEST_SUFFIX = ".manifest.json"
 
 
+class TargetExists(AglwError):
+    """The CSV or its manifest exists and replacing it was not asked for."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(f"{path} exists; pass --force to replace it, or choose another file")
+        self.path = path
+
+
 @dataclass(frozen=True)
 class ExportResult:
     csv_path: Path
@@ -95,16 +103,30 @@ def _atomic_write(path: Path, text: str) -> None:
         raise
 
 
-def export_selection(store: Store, path: str | Path, *, selection_id: int | None = None) -> ExportResult:
+def export_selection(
+    store: Store, path: str | Path, *, selection_id: int | None = None, overwrite: bool = False
+) -> ExportResult:
     """Write a selection (default: the latest) as ``path`` plus ``<path>.manifest.json``.
+
+    Parameters
+    ----------
+    overwrite
+        Replace an existing CSV or manifest (``--force``); without it either one existing is
+        refused before anything is written.
 
     Raises
     ------
+    TargetExists
+        ``path`` or its manifest exists and ``overwrite`` is False.
     AglwError
         No selection is stored, or a selected clip lacks a field the AGL1K
         format requires (named with the clip key); nothing is written then.
     """
     target = Path(path)
+    if not overwrite:
+        for existing in (target, manifest_path_for(target)):
+            if existing.exists() or existing.is_symlink():
+                raise TargetExists(existing)
     with store.session() as s:
         query = select(Selection).order_by(Selection.id.desc()).limit(1)
         if selection_id is not None:

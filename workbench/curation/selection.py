@@ -23,6 +23,7 @@ A clip has speech when its Speech tag (``/m/09x0r``) is ≥ τ, or its AGL1K
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -30,7 +31,7 @@ import pandas as pd
 from sqlalchemy import select as sql_select
 
 from storage import Store
-from storage.models import AlmRun, Selection, Tag
+from storage.models import AlmRun, Clip, Selection, Tag
 from workbench.curation import service
 from workbench.curation.inputs import gather_inputs
 from workbench.curation.model import SPEECH_CLASS_ID, FitParameters
@@ -140,7 +141,7 @@ def select_clips(pool: pd.DataFrame, size: int) -> SelectionPlan:
 @dataclass(frozen=True)
 class SelectionResult:
     selection_id: int
-    run_id: int
+    run_id: int | None  # None only for a stored selection whose run was removed
     keys: list[str]
     counts: dict[str, Any]
 
@@ -170,6 +171,49 @@ def make_selection(store: Store, size: int, *, run_id: int | None = None) -> Sel
         s.flush()
         selection_id = int(row.id)
     return SelectionResult(selection_id=selection_id, run_id=run_id, keys=keys, counts=plan.counts)
+
+
+@dataclass(frozen=True)
+class StoredSelection:
+    """One stored selection as listed (``aglw select`` or the cockpit made it)."""
+
+    id: int
+    run_id: int | None
+    size: int
+    n_selected: int
+    created_at: datetime
+
+
+def list_selections(store: Store) -> list[StoredSelection]:
+    """Every stored selection, newest first."""
+    with store.session() as s:
+        rows = s.scalars(sql_select(Selection).order_by(Selection.id.desc())).all()
+        return [
+            StoredSelection(id=int(r.id), run_id=r.run_id, size=int(r.size), n_selected=len(r.clip_ids or []),
+                            created_at=r.created_at)
+            for r in rows
+        ]
+
+
+def load_selection(store: Store, selection_id: int | None = None) -> SelectionResult:
+    """A stored selection (default: the latest) as the :class:`SelectionResult` that made it.
+
+    Keys come in the stored order (best localizability first); a clip deleted since is left out.
+    """
+    with store.session() as s:
+        query = sql_select(Selection).order_by(Selection.id.desc()).limit(1)
+        if selection_id is not None:
+            query = sql_select(Selection).where(Selection.id == selection_id)
+        row = s.scalars(query).first()
+        if row is None:
+            raise AglwError("no selection is stored; run `aglw select --size M` first" if selection_id is None
+                            else f"no selection {selection_id}")
+        clip_ids = [int(c) for c in row.clip_ids or []]
+        key_of = dict(s.execute(sql_select(Clip.id, Clip.key).where(Clip.id.in_(clip_ids))).all()) if clip_ids else {}
+        return SelectionResult(
+            selection_id=int(row.id), run_id=row.run_id, keys=[str(key_of[c]) for c in clip_ids if c in key_of],
+            counts=dict(row.counts or {}),
+        )
 
 
 def _reference_alm(store: Store, info: Any) -> str | None:

@@ -511,7 +511,44 @@ def run_info(store: Store, run_id: int) -> RunInfo:
         )
 
 
+def stored_fit(store: Store, run_id: int | None = None) -> FitResult | None:
+    """A stored run (default: the latest) read back as the :class:`FitResult` its fit returned.
+
+    Its ``diff`` is against the stored run before it (None for the first run), so the flips
+    it shows are those between two real runs.  None when no run is stored.
+    """
+    run_id = run_id if run_id is not None else _latest_run_id(store)
+    if run_id is None:
+        return None
+    info = run_info(store, run_id)
+    with store.session() as s:
+        rows = s.scalars(
+            select(CurationCategoryResult).where(CurationCategoryResult.run_id == run_id).order_by(CurationCategoryResult.id)
+        ).all()
+        categories = [
+            CategoryResult(
+                id=r.category_id, name=r.name, a=float(r.a), a_bar=float(r.a_bar), support=int(r.support),
+                fitted_polarity=r.fitted_polarity, polarity=r.polarity, overridden=bool(r.overridden),
+            )
+            for r in rows
+        ]
+    frame = load_run_clips(store, run_id).sort_index()
+    clips = [
+        ClipResult(
+            clip_id=int(clip), key=str(row.key), localizability=float(row.localizability),
+            percentile=float(row.percentile), candidate=bool(row.candidate), quality_flags=list(row.quality_flags or []),
+        )
+        for clip, row in frame.iterrows()
+    ]
+    previous = _latest_run_id(store, before=run_id)
+    return FitResult(
+        run_id=run_id, parameters=info.parameters, alm_model=str(info.parameters.get("alm_model") or ""),
+        input_fingerprint=info.input_fingerprint, categories=categories, clips=clips,
+        diff=run_diff(store, previous, run_id) if previous is not None else None, summary=info.summary,
+    )
+
+
 __all__ = [
     "CategoryResult", "ClipResult", "FitResult", "RunInfo", "WhatIf", "build_fit_frame", "fit",
-    "latest_run_id", "list_runs", "load_run_clips", "run_diff", "run_info",
+    "latest_run_id", "list_runs", "load_run_clips", "run_diff", "run_info", "stored_fit",
 ]
