@@ -37,7 +37,14 @@ def test_mel_logits_and_embedding_match_reference(fixture_dir: Path) -> None:
     reference_mel = np.load(fixture_dir / "mel.npy")
     mel = log_mel(waveform)
     assert mel.shape == reference_mel.shape[1:]
-    np.testing.assert_allclose(mel, reference_mel[0], atol=1e-4, rtol=0)
+    # float32 FFTs differ by backend and CPU (MKL, pocketfft): on this torch 2.13 CPU build 17 of
+    # 128,000 log-mel values, all in near-silent low bins where log(x + 1e-5) magnifies rounding,
+    # differ from the reference by up to 3.4e-4 (a float64 STFT still differs by 2e-4: the
+    # reference carries its own float32 rounding). The bound is per value; the median pins the
+    # whole spectrum, so a systematic error in the front end still fails.
+    difference = np.abs(mel - reference_mel[0])
+    assert difference.max() < 5e-4, difference.max()
+    assert np.median(difference) < 1e-6 and (difference > 1e-4).mean() < 1e-3
     model = build_model("mn04")
     model.load_state_dict(torch.load(fixture_dir / "mn04_random_state_dict.pt", weights_only=True), strict=True)
     model.eval()
