@@ -9,7 +9,9 @@ from pathlib import Path
 from PySide6.QtCore import QSettings, Qt, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShowEvent
 from PySide6.QtWidgets import (
+    QApplication,
     QDockWidget,
+    QFileDialog,
     QHBoxLayout,
     QLabel,
     QMainWindow,
@@ -35,6 +37,7 @@ from workbench.commands import (
 )
 from workbench.config import config_dir
 from workbench.labels import INTERACTIVE_WAIT_S, AnnotatorInfo, LabelService
+from workbench.media import LinkReport
 from workbench.review import AudioSource, ClipDetail, ReviewService, ab_spacing_from_config, labels_entered
 from ui.attribution_grid import AttributionGrid
 from ui.browser import ClipBrowser
@@ -520,6 +523,46 @@ class MainWindow(QMainWindow):
             return
         self.show_status(f"saved {saved} pending edit(s)")
         self._refresh()
+
+    # ------------------------------------------------------------------ audio
+
+    def ask_link_audio(self) -> None:
+        """Project ▸ Link audio…: pick the folder that holds the recordings, then link."""
+        folder = QFileDialog.getExistingDirectory(self, "Folder with the recordings")
+        if folder:
+            self.link_audio(Path(folder))
+
+    def link_audio(self, folder: Path | None = None) -> LinkReport | None:
+        """Find the recordings of clips without audio, by the same rule as `aglw media link`.
+
+        The folder becomes a media root of each dataset it serves. The summary is shown in
+        plain text; the list and the clip under review are reloaded so new audio shows at once.
+        """
+        from workbench.errors import InputError
+        from workbench.media import link_media
+
+        QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
+        try:
+            report = link_media(self.store, root=folder)
+        except InputError as exc:
+            QApplication.restoreOverrideCursor()
+            self._message(QMessageBox.Icon.Warning, "Link audio", str(exc))
+            return None
+        QApplication.restoreOverrideCursor()
+        lines = [f"Linked {len(report.linked)} clip(s); {report.already} already had audio; "
+                 f"{len(report.missing)} not found; {len(report.ambiguous)} ambiguous (not linked)."]
+        lines += [f"ambiguous: {e['key']}: {' | '.join(e['candidates'])}" for e in report.ambiguous[:10]]
+        self.show_status(lines[0])
+        self.reload_rows()
+        if self.detail is not None:
+            self.open_clip(self.detail.clip_id)
+        self._message(QMessageBox.Icon.Information, "Link audio", "\n".join(lines))
+        return report
+
+    def _message(self, icon: QMessageBox.Icon, title: str, text: str) -> None:
+        box = QMessageBox(icon, title, text, QMessageBox.StandardButton.Ok, self)
+        box.setTextFormat(Qt.TextFormat.PlainText)  # keys and paths are data, never markup
+        box.exec()
 
     def _show_write_error(self, message: str) -> None:
         self.banner.message.setText(f"{message} ({len(self.stack.pending)} edit(s) pending)")

@@ -65,7 +65,7 @@ def clip_audio(key: str, audio_path: str | None, roots: Sequence[Path | str]) ->
     """The recording of a clip by the one rule (see the module doc); never raises for a missing file."""
     if not audio_path:
         return AudioStatus("unlinked", None, None, f"clip {key} has no audio linked; put its recording under a "
-                           "media root and run `aglw media link` (GUI: File ▸ Link audio…)")
+                           "media root and run `aglw media link` (GUI: Project ▸ Link audio…)")
     resolved_roots = _resolved_roots(roots)
     if "\x00" in audio_path:
         return AudioStatus("missing", None, audio_path, f"clip {key}: stored audio path contains a NUL byte")

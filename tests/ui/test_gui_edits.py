@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 
 import pyqtgraph as pg
 import pytest
@@ -240,3 +241,34 @@ def test_two_windows_on_one_label_the_second_save_shows_both_values_and_overwrit
     assert len(shown) == 2 and "Stored now: contribution: 2" in shown[1][1]
     history = labels.history(annotator_id=first.annotator.id, clip_id=clip_id)
     assert [(h.old_value, h.new_value, h.action) for h in history] == [(None, 3, "do"), (3, 2, "do")]
+
+
+def test_link_audio_finds_a_recording_added_after_the_import_and_shows_it(make_window, demo_store, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Project ▸ Link audio… uses the rule of `aglw media link`; the clip under review gets its audio."""
+    import shutil
+
+    from PySide6.QtWidgets import QFileDialog, QMessageBox
+    from sqlmodel import select
+
+    clip_id = _clip_id(demo_store, "DEMO-0002")
+    with demo_store.write() as s:  # imported before its recording (named as the dataset says) arrived
+        clip = s.get(Clip, clip_id)
+        old = clip.audio_path
+        clip.audio_path, clip.mp3name = None, "surf-and-gulls.wav"
+        s.add(clip)
+        from storage.models import MediaRoot
+        media = Path(s.exec(select(MediaRoot)).first().path)
+    new_home = tmp_path / "usb-stick"
+    new_home.mkdir()
+    shutil.copy(media / old, new_home / "surf-and-gulls.wav")
+    window = make_window()
+    window.open_clip(clip_id)
+    assert window.detail.audio_path is None
+    shown: list[str] = []
+    monkeypatch.setattr(QMessageBox, "exec", lambda box: shown.append(box.text()) or 0)
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *a, **k: str(new_home))
+    window.ask_link_audio()
+    assert shown and shown[0].startswith("Linked 1 clip(s)")
+    assert window.detail.audio_path == (new_home / "surf-and-gulls.wav").resolve()
+    with demo_store.session() as s:
+        assert s.get(Clip, clip_id).audio_path == "surf-and-gulls.wav"

@@ -163,7 +163,9 @@ def install_cockpit(window: QMainWindow, *, force_sync: bool = False) -> Cockpit
     refresh.triggered.connect(refresh_all)
     open_action = QAction("Open project…", window)
     open_action.triggered.connect(lambda: _ask_and_open(window))
-    for act in (open_action, refresh):
+    link_action = QAction("Link audio…", window)  # the same rule as `aglw media link`
+    link_action.triggered.connect(window.ask_link_audio)  # type: ignore[attr-defined]
+    for act in (open_action, link_action, refresh):
         menu.addAction(act)
         window.addAction(act)
     view_menu = window.menuBar().addMenu("&Cockpit")
