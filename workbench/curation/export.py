@@ -31,8 +31,9 @@ from sqlalchemy import select
 
 import workbench
 from storage import Store
-from storage.models import Clip, Selection
+from storage.models import Clip
 from workbench.curation import service
+from workbench.curation.selection import stored_selection
 from workbench.errors import AglwError
 
 AGL1K_HEADER = (
@@ -128,16 +129,7 @@ def export_selection(
             if existing.exists() or existing.is_symlink():
                 raise TargetExists(existing)
     with store.session() as s:
-        query = select(Selection).order_by(Selection.id.desc()).limit(1)
-        if selection_id is not None:
-            query = select(Selection).where(Selection.id == selection_id)
-        chosen = s.scalars(query).first()
-        if chosen is None:
-            raise AglwError(
-                "no selection is stored; run `aglw select --size M` first"
-                if selection_id is None
-                else f"no selection {selection_id}"
-            )
+        chosen = stored_selection(s, selection_id)
         clip_ids = [int(c) for c in chosen.clip_ids or []]
         clips = {c.id: c for c in s.scalars(select(Clip).where(Clip.id.in_(clip_ids))).all()}
     rows = []

@@ -195,19 +195,26 @@ def list_selections(store: Store) -> list[StoredSelection]:
         ]
 
 
+def stored_selection(session: Any, selection_id: int | None = None) -> Selection:
+    """The stored selection ``selection_id`` (default: the latest): what the Selection view,
+    ``export selection`` and the cockpit all mean by "the selection"."""
+    query = sql_select(Selection).order_by(Selection.id.desc()).limit(1)
+    if selection_id is not None:
+        query = sql_select(Selection).where(Selection.id == selection_id)
+    row = session.scalars(query).first()
+    if row is None:
+        raise AglwError("no selection is stored; run `aglw select --size M` first" if selection_id is None
+                        else f"no selection {selection_id}")
+    return row
+
+
 def load_selection(store: Store, selection_id: int | None = None) -> SelectionResult:
     """A stored selection (default: the latest) as the :class:`SelectionResult` that made it.
 
     Keys come in the stored order (best localizability first); a clip deleted since is left out.
     """
     with store.session() as s:
-        query = sql_select(Selection).order_by(Selection.id.desc()).limit(1)
-        if selection_id is not None:
-            query = sql_select(Selection).where(Selection.id == selection_id)
-        row = s.scalars(query).first()
-        if row is None:
-            raise AglwError("no selection is stored; run `aglw select --size M` first" if selection_id is None
-                            else f"no selection {selection_id}")
+        row = stored_selection(s, selection_id)
         clip_ids = [int(c) for c in row.clip_ids or []]
         key_of = dict(s.execute(sql_select(Clip.id, Clip.key).where(Clip.id.in_(clip_ids))).all()) if clip_ids else {}
         return SelectionResult(
