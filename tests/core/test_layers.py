@@ -40,3 +40,17 @@ def test_gui_and_cli_start_without_the_llm_sdk() -> None:
     imported, after_schema = result.stdout.split()
     assert imported == "none", f"imported at start-up: {imported}"
     assert after_schema == "True"  # the schema still comes from the SDK's transform_schema
+
+
+def test_the_cli_starts_without_the_store_pandas_or_torch() -> None:
+    """`aglw --help` answers in a blink: the command tree loads no SQLAlchemy, pandas, scipy,
+    torch or Qt; each command imports what it needs when it runs (checked by module, not timed)."""
+    code = (
+        "import sys\n"
+        "import workbench.cli.main\n"
+        "heavy = ('sqlalchemy', 'sqlmodel', 'pandas', 'scipy', 'torch', 'PySide6', 'numpy', 'librosa')\n"
+        "print(','.join(sorted(m for m in heavy if m in sys.modules)) or 'none')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "none", f"imported at start-up: {result.stdout.strip()}"

@@ -12,7 +12,6 @@ from typing import Optional
 
 import typer
 
-from workbench.audio.fetch import AGL1K_URL
 from workbench.cli.context import app_context, emit_json, progress_bar, show
 from workbench.errors import AglwError
 
@@ -67,12 +66,16 @@ def fetch_audio_command(
     to: Path = typer.Option(Path("media"), "--to", help="Download directory (becomes a media root of the dataset)."),
     workers: int = typer.Option(4, "--workers", min=1, max=32, help="Parallel downloads."),
     timeout: float = typer.Option(60.0, "--timeout", help="Seconds without data before a connection counts as lost."),
-    url_template: str = typer.Option(
-        AGL1K_URL, "--url-template", help="Source URL with {key} and {mp3name} placeholders (e.g. a mirror)."
+    url_template: Optional[str] = typer.Option(
+        None, "--url-template",
+        help="Source URL with {key} and {mp3name} placeholders, e.g. a mirror "
+        "(default: https://archive.org/download/{key}/{mp3name}).",
     ),
 ) -> None:
     """Download a dataset's recordings from their public source (resumable; rerun to resume)."""
-    from workbench.audio.fetch import fetch_dataset_audio
+    from workbench.audio.fetch import AGL1K_URL, fetch_dataset_audio
+
+    url_template = url_template or AGL1K_URL
 
     context = app_context(ctx)
     keys = _parse_clip_keys(clips)

@@ -9,15 +9,25 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from storage import Store, open_store
 from workbench.config import Settings, default_db_location
 from workbench.errors import AglwError
+
+if TYPE_CHECKING:
+    from storage import Store
+
+
+def open_store(url: str) -> Store:
+    """Open a project (SQLAlchemy is imported here, not when the CLI starts)."""
+    from storage import open_store as _open
+
+    return _open(url)
+
 
 # The commands that may create a project file; every other command needs an existing one.
 CREATING_COMMANDS = ("`aglw import dataset`", "`aglw demo`")

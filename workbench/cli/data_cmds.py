@@ -4,18 +4,23 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
-import pandas as pd
 import typer
 from rich.markup import escape
 from rich.table import Table
 
 from workbench.cli.context import app_context, emit_json, project_file_missing, say, show
 from workbench.errors import AglwError
-from workbench.importing import ImportReport, import_dataset, import_predictions
-from workbench.metrics.core import METRIC_KEYS, PROFILES
-from workbench.metrics.service import GROUP_BY_OPTIONS, leaderboard, model_metrics
+from workbench.metrics.keys import METRIC_KEYS, PROFILES
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from workbench.importing import ImportReport
+
+# Imports of the store, pandas and the importers happen inside the commands: `aglw --help`
+# must not load SQLAlchemy and pandas.
 
 import_app = typer.Typer(help="Import a dataset CSV or ALM result records (all or nothing).", no_args_is_help=True)
 
@@ -62,6 +67,8 @@ def import_dataset_cmd(
     app = app_context(ctx)
     new_file = None if dry_run else project_file_missing(app.db)
     try:
+        from workbench.importing import import_dataset
+
         report = import_dataset(
             app.store(create=True, dry_run=dry_run), file, format=format, name=name, media_root=media_root,
             dry_run=dry_run,
@@ -92,6 +99,8 @@ def import_predictions_cmd(
 ) -> None:
     """Import ALM result records (JSON Lines or JSON array); all or nothing."""
     app = app_context(ctx)
+    from workbench.importing import import_predictions
+
     report = import_predictions(
         app.store(dry_run=dry_run),
         model,
@@ -117,6 +126,8 @@ def metrics_cmd(
     """Leaderboard metrics for one model."""
     _check_choice(profile, PROFILES, "--profile")
     app = app_context(ctx)
+    from workbench.metrics.service import model_metrics
+
     result = model_metrics(app.store(), model, profile)  # type: ignore[arg-type]
     if app.json:
         emit_json(result)
@@ -155,6 +166,8 @@ def leaderboard_cmd(
 ) -> None:
     """Table for all imported models."""
     _check_choice(profile, (*PROFILES, "both"), "--profile")
+    from workbench.metrics.service import GROUP_BY_OPTIONS, leaderboard
+
     _check_choice(by, GROUP_BY_OPTIONS, "--by")
     app = app_context(ctx)
     frame = leaderboard(app.store(), profile, by)  # type: ignore[arg-type]

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from workbench.cli.context import app_context, emit_json, show
 from storage.errors import ConflictError
 from workbench.errors import AglwError
-from workbench.labels import UNSET, AnnotatorInfo, LabelChange, LabelService
+
+if TYPE_CHECKING:
+    from workbench.labels import AnnotatorInfo, LabelChange, LabelService
 
 label_app = typer.Typer(help="Record expert labels (each edit is committed before it is acknowledged).")
 
@@ -24,12 +26,16 @@ _CLEAR = {"", "none", "null", "-"}
 
 def _optional_text(value: Optional[str]) -> object:
     """CLI value → service value: absent = leave as is, 'none' = clear."""
+    from workbench.labels import UNSET  # the store loads when a command runs, not at start-up
+
     if value is None:
         return UNSET
     return None if value.strip().lower() in _CLEAR else value.strip()
 
 
 def _optional_int(value: Optional[str], name: str) -> object:
+    from workbench.labels import UNSET
+
     text = _optional_text(value)
     if text is UNSET or text is None:
         return text
@@ -41,6 +47,8 @@ def _optional_int(value: Optional[str], name: str) -> object:
 
 def _labelling(ctx: typer.Context) -> tuple[LabelService, AnnotatorInfo]:
     """The label service of the project and the annotator who labels (created on first use)."""
+    from workbench.labels import LabelService
+
     app = app_context(ctx)
     service = LabelService(app.store())
     return service, service.ensure_annotator(app.annotator_name())
@@ -142,6 +150,7 @@ def label_polarity(
     expect_version: Optional[int] = typer.Option(None, "--expect-version", min=0, help=_EXPECT_HELP),
 ) -> None:
     """Force a category's polarity across the pool (an expert override of the fit)."""
+    from workbench.labels import UNSET
     from workbench.project import check_category_id
 
     service, annotator = _labelling(ctx)
@@ -164,6 +173,7 @@ def label_history(
 
     ``--annotator NAME`` (before or after the command) shows only that annotator's edits.
     """
+    from workbench.labels import LabelService
     from workbench.project import category_names, clip_keys
 
     app = app_context(ctx)

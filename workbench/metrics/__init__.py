@@ -1,17 +1,12 @@
-"""Leaderboard metrics: pure formulas (:mod:`.core`) and the store-backed service (:mod:`.service`)."""
+"""Leaderboard metrics: pure formulas (:mod:`.core`) and the store-backed service (:mod:`.service`).
 
-from workbench.metrics.core import (
-    METRIC_KEYS,
-    PROFILES,
-    compute_metrics,
-    country_iso,
-    geoscore,
-    is_refusal,
-    normalize_continent_agl1k,
-    normalize_country_agl1k,
-    parse_coordinate,
-    prediction_error_km,
-)
+The names below load :mod:`.core` (numpy, pandas, geographiclib) on first use, so that reading
+:mod:`.keys` stays light.
+"""
+
+from __future__ import annotations
+
+from typing import Any
 
 __all__ = [
     "METRIC_KEYS",
@@ -25,3 +20,11 @@ __all__ = [
     "parse_coordinate",
     "prediction_error_km",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from workbench.metrics import core
+
+        return getattr(core, name)
+    raise AttributeError(f"module 'workbench.metrics' has no attribute {name!r}")

@@ -20,8 +20,7 @@ from geographiclib.geodesic import Geodesic
 
 from workbench.metrics.continents import continent_of_iso
 
-Profile = Literal["agl1k", "iso"]
-PROFILES: tuple[Profile, ...] = ("agl1k", "iso")
+from workbench.metrics.keys import METRIC_KEYS, PROFILES, Profile  # noqa: E402 - re-exported
 
 REFUSAL_STRINGS = frozenset(
     {"0", "-1", "", "null", "none", "n/a", "na", "unknown", "unable", "cannot", "0.0"}
@@ -31,21 +30,6 @@ GEOSCORE_MAX = 5000.0
 GEOSCORE_SCALE_KM = 1492.0
 WITHIN_THRESHOLDS_KM = (1, 10, 100, 1000)
 
-METRIC_KEYS = (
-    "model",
-    "profile",
-    "n",
-    "distance_error_km",
-    "continent_acc",
-    "country_acc",
-    "city_acc",
-    "reject_rate",
-    "within_1km",
-    "within_10km",
-    "within_100km",
-    "within_1000km",
-    "geoscore_mean",
-)
 
 PREDICTED_FIELDS = (
     "predicted_latitude",
