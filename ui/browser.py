@@ -79,6 +79,14 @@ class ClipTableModel(QAbstractTableModel):
             self.dataChanged.emit(self.index(0, 0), self.index(len(self.rows) - 1, len(COLUMNS) - 1))
         return True
 
+    def update_rows(self, rows: Sequence[ClipRow]) -> None:
+        """New values for some clips (those an edit changed), in place; unknown clips are ignored."""
+        changed = {row.clip_id: row for row in rows}
+        for index, row in enumerate(self.rows):
+            if row.clip_id in changed:
+                self.rows[index] = changed[row.clip_id]
+                self.dataChanged.emit(self.index(index, 0), self.index(index, len(COLUMNS) - 1))
+
     def requeue(self) -> None:
         """Recompute the queue positions from the rows' current values."""
         self._compute_queue()
@@ -297,6 +305,10 @@ class ClipBrowser(QWidget):
         self._fit_key_column()  # a key may have been renamed
         if self._fill_choices(rows):
             self._apply_filter()  # a chosen country/continent/flag is gone
+
+    def update_rows(self, rows: Sequence[ClipRow]) -> None:
+        """New values for the rows of the clips an edit changed; order, filter and selection kept."""
+        self.model.update_rows(rows)
 
     def _fit_key_column(self) -> None:
         """Widen the key column to the longest key (measured on the longest few, not every row:

@@ -483,7 +483,7 @@ class MainWindow(QMainWindow):
             self._show_conflict(exc)
             return False
         self.show_status(f"saved: {command.description}")
-        self._refresh()
+        self._refresh(command)
         return True
 
     def undo(self) -> None:
@@ -497,7 +497,7 @@ class MainWindow(QMainWindow):
             return
         if command is not None:
             self.show_status(f"undone: {command.description}")
-            self._refresh()
+            self._refresh(command)
 
     def redo(self) -> None:
         try:
@@ -510,7 +510,7 @@ class MainWindow(QMainWindow):
             return
         if command is not None:
             self.show_status(f"redone: {command.description}")
-            self._refresh()
+            self._refresh(command)
 
     def retry_pending(self) -> None:
         try:
@@ -577,12 +577,23 @@ class MainWindow(QMainWindow):
         if not self.stack.pending and self.stack.last_error is None:
             self.banner.setVisible(False)
 
-    def _refresh(self) -> None:
-        """Re-read the current clip's labels and the browser rows after an edit."""
+    def _refresh(self, command: Command | None = None) -> None:
+        """Re-read the current clip's labels and the browser rows after an edit.
+
+        After one command only the row of the clip it changed is re-read (a pool-wide polarity
+        changes no row until a refit): re-reading every row cost 1.9 s per edit at 60,000
+        judgments (bench P10). Without a command (retry, conflict) every row is re-read.
+        """
         if self.detail is not None:
             self.detail = self.review.clip_detail(self.detail.clip_id, self.annotator.id)
             self._show_detail()
-        self.reload_rows()
+        row_key = getattr(command, "row_key", None)
+        if row_key is None:
+            self.reload_rows()
+            return
+        clip_ids = [row_key[2]] if row_key[0] in ("category_label", "clip_label") else []
+        if clip_ids:
+            self.browser.update_rows(self.review.clip_rows(self.annotator.id, clip_ids))
 
     # ------------------------------------------------------------------ misc
 

@@ -450,42 +450,58 @@ class ReviewService:
 
     # ------------------------------------------------------------------ browser rows
 
-    def clip_rows(self, annotator_id: int | None = None) -> list[ClipRow]:
-        """One :class:`ClipRow` per clip of the project, ordered by key."""
+    def clip_rows(self, annotator_id: int | None = None, clip_ids: Sequence[int] | None = None) -> list[ClipRow]:
+        """One :class:`ClipRow` per clip of the project (or of ``clip_ids``), ordered by key.
+
+        ``clip_ids`` is what an edit changed: the window refreshes those rows alone instead of
+        re-reading every judgment of the project (1.9 s per edit at 60,000 judgments).
+        """
+        only = list(clip_ids) if clip_ids is not None else None
+
+        def restricted(query: Any, column: Any) -> Any:
+            return query if only is None else query.where(col(column).in_(only))
+
         with self.store.session() as s:
-            clips = s.exec(select(Clip).order_by(Clip.key, Clip.id)).all()
+            clips = s.exec(restricted(select(Clip), Clip.id).order_by(Clip.key, Clip.id)).all()
             curation = self._latest_curation_run(s)
             theta = float((curation.parameters or {}).get("theta", DEFAULT_THETA)) if curation else DEFAULT_THETA
             results: dict[int, CurationClipResult] = {}
             if curation is not None:
                 results = {
                     r.clip_id: r
-                    for r in s.exec(select(CurationClipResult).where(CurationClipResult.run_id == curation.id))
+                    for r in s.exec(restricted(
+                        select(CurationClipResult).where(CurationClipResult.run_id == curation.id),
+                        CurationClipResult.clip_id,
+                    ))
                 }
             tagger = self._latest_tagger_run(s)
             speech_tag: dict[int, float] = {}
             if tagger is not None:
-                for clip_id, probability in s.exec(
+                for clip_id, probability in s.exec(restricted(
                     select(Tag.clip_id, Tag.probability).where(
                         Tag.tagger_run_id == tagger.id, Tag.audioset_id == SPEECH_ID
-                    )
-                ):
+                    ),
+                    Tag.clip_id,
+                )):
                     speech_tag[clip_id] = probability
             scores: dict[int, dict[str, list[int | None]]] = defaultdict(lambda: defaultdict(list))
-            for judgment, _name, _alm in self._latest_judgments(s, None):
+            for judgment, _name, _alm in self._latest_judgments(s, only):
                 if judgment.status == "ok":
                     scores[judgment.clip_id][judgment.category_id].append(judgment.contribution)
             decided: set[int] = set()
             touched: set[int] = set()
             if annotator_id is not None:
-                for label in s.exec(select(ClipLabel).where(ClipLabel.annotator_id == annotator_id)):
+                for label in s.exec(restricted(
+                    select(ClipLabel).where(ClipLabel.annotator_id == annotator_id), ClipLabel.clip_id
+                )):
                     if label.decision is not None:
                         decided.add(label.clip_id)
                     if any(v is not None for v in (label.rating, label.decision, label.note)):
                         touched.add(label.clip_id)
-                for clip_id in s.exec(
-                    select(CategoryLabel.clip_id).where(CategoryLabel.annotator_id == annotator_id)
-                ):
+                for clip_id in s.exec(restricted(
+                    select(CategoryLabel.clip_id).where(CategoryLabel.annotator_id == annotator_id),
+                    CategoryLabel.clip_id,
+                )):
                     touched.add(clip_id)
         rows = []
         for clip in clips:

@@ -272,3 +272,26 @@ def test_link_audio_finds_a_recording_added_after_the_import_and_shows_it(make_w
     assert window.detail.audio_path == (new_home / "surf-and-gulls.wav").resolve()
     with demo_store.session() as s:
         assert s.get(Clip, clip_id).audio_path == "surf-and-gulls.wav"
+
+
+def test_an_edit_rereads_only_the_row_of_the_clip_it_changed(make_window, demo_store, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Re-reading every row after each edit cost 1.9 s at 60,000 judgments (bench P10): an edit,
+    its undo and redo re-read the row of the clip they changed, which then shows its new status."""
+    window = make_window()
+    first, second = _clip_id(demo_store, "DEMO-0001"), _clip_id(demo_store, "DEMO-0002")
+    calls: list[object] = []
+    original = window.review.clip_rows
+    monkeypatch.setattr(window.review, "clip_rows",
+                        lambda annotator_id=None, clip_ids=None: calls.append(clip_ids) or original(annotator_id, clip_ids))
+
+    def status(clip_id: int) -> str:
+        return next(r.review_status for r in window.browser.model.rows if r.clip_id == clip_id)
+
+    window.open_clip(first)
+    window._clip_edit(decision="accept")
+    assert status(first) == "reviewed" and calls == [[first]]
+    window.open_clip(second)
+    window.undo()  # undoes the edit of the first clip while the second is shown
+    assert status(first) == "unreviewed" and calls[-1] == [first]
+    window.redo()
+    assert status(first) == "reviewed" and all(c == [first] for c in calls)
