@@ -8,6 +8,7 @@ migrates an older SQLite project, refuses a newer one, and returns a
 from __future__ import annotations
 
 import contextvars
+import re
 import shutil
 import sqlite3
 from collections.abc import Iterator
@@ -187,6 +188,8 @@ def open_store(db: str | Path, *, migrate: bool = True, busy_timeout_s: float = 
     engine = create_store_engine(url, busy_timeout_s=busy_timeout_s)
     store = Store(url=url, engine=engine)
     try:
+        if _is_at_head(store):
+            return store  # the common case, without loading Alembic (~100 ms of start-up)
         state = schema_state(store)
         if state.current is not None and state.current not in state.known:
             raise SchemaTooNewError(
@@ -239,6 +242,34 @@ def _alembic_config(store: Store):  # type: ignore[no-untyped-def]
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
     cfg.set_main_option("sqlalchemy.url", store.url.replace("%", "%%"))
     return cfg
+
+
+_REVISION = re.compile(r"^(down_revision|revision)\s*=\s*['\"]?([^'\"\s]+|None)['\"]?\s*$", re.M)
+
+
+def static_head_revision() -> str | None:
+    """The head revision read from the migration files' ``revision`` / ``down_revision`` lines
+    (the one no other revision descends from); None when that reading is not unambiguous, so
+    the caller asks Alembic instead. A test checks it equals Alembic's head."""
+    revisions: dict[str, str | None] = {}
+    for path in (MIGRATIONS_DIR / "versions").glob("*.py"):
+        found = dict((k, v) for k, v in _REVISION.findall(path.read_text(encoding="utf-8")))
+        if "revision" in found:
+            revisions[found["revision"]] = None if found.get("down_revision", "None") == "None" else found["down_revision"]
+    heads = set(revisions) - {down for down in revisions.values() if down is not None}
+    return heads.pop() if len(heads) == 1 else None
+
+
+def _is_at_head(store: Store) -> bool:
+    """True when the database's revision is this version's head (read with one query)."""
+    head = static_head_revision()
+    if head is None:
+        return False
+    with store.engine.connect() as conn:
+        if "alembic_version" not in inspect(conn).get_table_names():
+            return False
+        rows = conn.exec_driver_sql("SELECT version_num FROM alembic_version").fetchall()
+    return [r[0] for r in rows] == [head]
 
 
 def schema_state(store: Store) -> SchemaState:

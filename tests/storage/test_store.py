@@ -140,3 +140,12 @@ def test_a_short_write_wait_gives_up_on_a_row_lock_in_postgres(pg_url: str) -> N
     with store.session() as s:
         assert s.exec(select(Annotator)).one().role == "lead"
     store.dispose()
+
+
+def test_the_fast_schema_check_agrees_with_alembic(store) -> None:  # type: ignore[no-untyped-def]
+    """open_store skips Alembic when the revision is the head read from the migration files;
+    that reading must be Alembic's own head."""
+    from storage.db import schema_state, static_head_revision
+
+    state = schema_state(store)
+    assert static_head_revision() == state.head == state.current

@@ -1,0 +1,56 @@
+"""P11: start-up. `aglw --help` and `aglw clips list` on the demo project, as process wall time.
+
+Targets (issue [I]): `aglw --help` ≤ 0.25 s and `aglw clips list` on the demo project ≤ 0.5 s,
+median of 10 fresh processes. Also prints the five slowest imports of `aglw --help`
+(``python -X importtime``, cumulative), the first place to look when the figure grows.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+RUNS = 10
+
+
+def wall(argv: list[str], env: dict[str, str]) -> float:
+    times = []
+    for _ in range(RUNS):
+        start = time.perf_counter()
+        subprocess.run(argv, check=True, capture_output=True, env=env, cwd=REPO)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main() -> int:
+    from workbench.demo import create_demo_project
+
+    aglw = [sys.executable, "-m", "workbench.cli.main"]
+    with tempfile.TemporaryDirectory() as folder:
+        env = {**os.environ, "AGLW_CONFIG_DIR": folder, "AGLW_CACHE_DIR": folder}
+        demo = create_demo_project(Path(folder) / "demo")
+        help_s = wall([*aglw, "--help"], env)
+        list_s = wall([*aglw, "--db", str(demo.db_path), "clips", "list"], env)
+        trace = subprocess.run([sys.executable, "-X", "importtime", "-m", "workbench.cli.main", "--help"],
+                               capture_output=True, text=True, env=env, cwd=REPO).stderr
+    rows = []
+    for line in trace.splitlines():
+        parts = line.split("|")
+        if len(parts) == 3 and parts[1].strip().isdigit():
+            rows.append((int(parts[1]), parts[2].strip()))
+    print(f"P11 aglw --help: median {1000 * help_s:.0f} ms (target <= 250 ms)")
+    print(f"P11 aglw clips list (demo): median {1000 * list_s:.0f} ms (target <= 500 ms)")
+    print("    slowest imports of --help (cumulative): "
+          + ", ".join(f"{name} {us / 1000:.0f} ms" for us, name in sorted(rows, reverse=True)[:5]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
