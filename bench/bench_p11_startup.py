@@ -32,13 +32,13 @@ def wall(argv: list[str], env: dict[str, str]) -> float:
 def main() -> int:
     from workbench.demo import create_demo_project
 
-    aglw = [sys.executable, "-m", "workbench.cli.main"]
+    aglw = [sys.executable, "-m", "cli.main"]
     with tempfile.TemporaryDirectory() as folder:
         env = {**os.environ, "AGLW_CONFIG_DIR": folder, "AGLW_CACHE_DIR": folder}
         demo = create_demo_project(Path(folder) / "demo")
         help_s = wall([*aglw, "--help"], env)
         list_s = wall([*aglw, "--db", str(demo.db_path), "clips", "list"], env)
-        trace = subprocess.run([sys.executable, "-X", "importtime", "-m", "workbench.cli.main", "--help"],
+        trace = subprocess.run([sys.executable, "-X", "importtime", "-m", "cli.main", "--help"],
                                capture_output=True, text=True, env=env, cwd=REPO).stderr
     rows = []
     for line in trace.splitlines():

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from workbench.cli.main import main
+from cli.main import main
 
 
 def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:

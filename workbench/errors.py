@@ -1,6 +1,7 @@
 """User-facing errors: each message names the file, line, field or channel and what to do."""
 
-from storage.errors import StoreError
+# Store errors live in storage.errors (import them from there): pure modules raise these and
+# must not load the store layer to do it.
 
 
 class AglwError(Exception):
@@ -11,4 +12,4 @@ class InputError(AglwError):
     """Bad input (file, table, record, reply); nothing was stored."""
 
 
-__all__ = ["AglwError", "InputError", "StoreError"]
+__all__ = ["AglwError", "InputError"]

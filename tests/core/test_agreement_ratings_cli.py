@@ -9,7 +9,7 @@ import pytest
 
 from tests.cli_helpers import run_json
 from tests.core.test_agreement_stats import COHEN_BINARY, COHEN_THREE, FLEISS, KRIPP
-from workbench.cli.main import main
+from cli.main import main
 
 
 def _write(path: Path, rows: list[tuple]) -> Path:

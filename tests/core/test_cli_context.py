@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from workbench.cli.context import emit_json
+from cli.context import emit_json
 
 
 def test_emit_json_handles_numpy_scalars_arrays_and_non_finite(capsys):

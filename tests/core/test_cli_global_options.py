@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from workbench.cli.main import hoist_global_options, main
+from cli.main import hoist_global_options, main
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ import pytest
 import soundfile as sf
 
 from workbench.audio import direction, synth
-from workbench.cli.main import main
+from cli.main import main
 
 FOA_FRAME_KEYS = {"t", "azimuth_deg", "elevation_deg", "diffuseness", "oclock"}
 PAIR_FRAME_KEYS = {"t", "lateral_deg", "oclock", "oclock_mirror", "ild_db"}

@@ -27,7 +27,7 @@ def test_gui_and_cli_start_without_the_llm_sdk() -> None:
     """
     code = (
         "import sys\n"
-        "import ui.main_window, workbench.cli.main, workbench.attribution.service\n"
+        "import ui.main_window, cli.main, workbench.attribution.service\n"
         "heavy = sorted(m for m in ('anthropic', 'httpx2') if m in sys.modules)\n"
         "print(','.join(heavy) or 'none')\n"
         "from workbench.attribution.schema import output_schema\n"
@@ -47,7 +47,7 @@ def test_the_cli_starts_without_the_store_pandas_or_torch() -> None:
     torch or Qt; each command imports what it needs when it runs (checked by module, not timed)."""
     code = (
         "import sys\n"
-        "import workbench.cli.main\n"
+        "import cli.main\n"
         "heavy = ('sqlalchemy', 'sqlmodel', 'pandas', 'scipy', 'torch', 'PySide6', 'numpy', 'librosa')\n"
         "print(','.join(sorted(m for m in heavy if m in sys.modules)) or 'none')\n"
     )

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import func, select
 
 from storage.models import AlmRun, Clip, Dataset, Prediction
-from workbench.cli.main import main
+from cli.main import main
 from workbench.errors import InputError
 from workbench.importing import import_dataset, import_predictions
 from workbench.importing.agl1k import CATEGORY_COLUMNS

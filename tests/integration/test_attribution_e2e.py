@@ -11,7 +11,7 @@ from sqlmodel import select
 from storage import open_store
 from storage.models import Clip, JudgeCall, JudgeRun, Judgment, Prediction, Tag, TaggerRun
 from tests.support.fake_anthropic import FakeAnthropicAPI
-from workbench.cli.main import main
+from cli.main import main
 from workbench.importing.service import import_dataset, import_predictions
 
 KEY = "sk-ant-e2e-SECRET-a1b2c3d4e5f6a7b8"

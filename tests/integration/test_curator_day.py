@@ -52,7 +52,7 @@ def day(shared_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # t
 def aglw(day: dict, *argv: str, expect: int = 0) -> object:
     """Run `aglw` as a separate process, as a curator's shell does; parse stdout when --json."""
     result = subprocess.run(
-        [sys.executable, "-m", "workbench.cli.main", "--db", day["db"], *argv],
+        [sys.executable, "-m", "cli.main", "--db", day["db"], *argv],
         capture_output=True, text=True, timeout=600, env={**os.environ, **day["env"]},
     )
     assert result.returncode == expect, f"aglw {' '.join(argv)}: exit {result.returncode}\n{result.stderr}"

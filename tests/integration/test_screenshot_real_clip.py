@@ -6,7 +6,7 @@ import pytest
 
 from storage import open_store
 from storage.models import Clip, Dataset, MediaRoot
-from workbench.cli.main import main
+from cli.main import main
 
 pytestmark = [pytest.mark.integration, pytest.mark.qt_log_ignore("does not support propagateSizeHints")]
 

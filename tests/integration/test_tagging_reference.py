@@ -57,7 +57,7 @@ def test_mel_logits_and_embedding_match_reference(fixture_dir: Path) -> None:
 
 
 def test_cli_tag_file_reproduces_reference_probabilities(fixture_dir: Path, shared_dir: Path, tmp_path: Path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
-    from workbench.cli.main import main
+    from cli.main import main
 
     monkeypatch.setenv("AGLW_ONTOLOGY", str(shared_dir / "audioset" / "ontology.json"))
     wav = tmp_path / "input.wav"
@@ -76,7 +76,7 @@ def test_cli_tag_file_reproduces_reference_probabilities(fixture_dir: Path, shar
 
 
 def test_wrong_architecture_checkpoint_through_cli(fixture_dir: Path, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
-    from workbench.cli.main import main
+    from cli.main import main
 
     wav = tmp_path / "x.wav"
     sf.write(wav, np.zeros(32_000, dtype=np.float32), 32_000)

@@ -27,7 +27,7 @@ from storage.models import (
     Judgment,
 )
 from workbench.agreement.report import FIGURE_DPI, FIGURE_SIZE_IN
-from workbench.cli.main import main
+from cli.main import main
 
 EXPERT_NAMES = ("Dr Alice Quenneville", "Prof Bartholomew Xuereb-Lindqvist")
 CATEGORIES = ["/m/09x0r", "/m/04rlf", "/m/0jbk", "/m/059j3w"]

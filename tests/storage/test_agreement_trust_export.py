@@ -14,7 +14,7 @@ from tests.storage.test_agreement_export import _populate
 from tests.storage.test_curation_fixtures import WORKED_EXAMPLE, build_project
 from workbench.agreement import minimums
 from workbench.agreement.service import export_agreement
-from workbench.cli.main import main
+from cli.main import main
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from sqlmodel import select
 from storage.models import Clip, ClipQuality, Dataset, MediaRoot
 from workbench.audio.loader import AudioError
 from workbench.audio.service import analyze_clip, analyze_file, pool_quality_flags
-from workbench.cli.main import main
+from cli.main import main
 
 
 def _tone(path: Path, amplitude: float, channels: int = 2, seconds: float = 1.0) -> Path:

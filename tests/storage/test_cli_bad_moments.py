@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-import workbench.cli.context as cli_context
+import cli.context as cli_context
 from storage import open_store
-from workbench.cli.main import main
+from cli.main import main
 from workbench.labels import LabelService
 
 CSV = (

@@ -19,7 +19,7 @@ import typer
 from tests.core.test_tagging_model import calibrated_model
 from tests.core.test_tagging_ontology import write_small_ontology
 from tests.support.fake_anthropic import FakeAnthropicAPI
-from workbench.cli.main import app, main
+from cli.main import app, main
 
 KEY = "sk-ant-json-everywhere-0123456789"
 # screenshot renders the window offscreen, where Qt says this once per window

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from workbench.cli.main import main
+from cli.main import main
 
 CSV = (
     "key,short_key,longitude,latitude,altitude,description,title,mp3name,mp3seconds,city,country,continent,"

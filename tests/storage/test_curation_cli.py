@@ -9,7 +9,7 @@ import pytest
 from storage import open_store
 from tests.cli_helpers import run_json
 from tests.storage.test_curation_fixtures import BIRD, SPEECH, WORKED_EXAMPLE, build_project
-from workbench.cli.main import main
+from cli.main import main
 
 
 @pytest.fixture

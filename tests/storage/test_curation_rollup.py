@@ -15,7 +15,7 @@ from tests.cli_helpers import run_json
 from tests.core.test_tagging_ontology import write_small_ontology
 from tests.storage.test_import_dataset import clip_row, write_csv
 from tests.storage.test_import_predictions import write_jsonl
-from workbench.cli.main import main
+from cli.main import main
 from workbench.curation.model import geoscore
 from workbench.tagging.ontology import load_ontology
 

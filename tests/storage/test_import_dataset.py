@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from sqlalchemy import func, select
 
 from storage.models import Clip, Dataset, MediaRoot
-from workbench.cli.main import main
+from cli.main import main
 from workbench.errors import InputError
 from workbench.importing import import_dataset
 from workbench.importing.agl1k import (

@@ -14,7 +14,7 @@ from sqlalchemy import func, select
 from storage.models import AlmRun, Prediction
 from tests.cli_helpers import run_json as cli_json
 from tests.storage.test_import_dataset import clip_row, write_csv
-from workbench.cli.main import main
+from cli.main import main
 from workbench.errors import AglwError, InputError
 from workbench.importing import import_dataset, import_predictions
 from workbench.metrics.service import leaderboard, model_metrics

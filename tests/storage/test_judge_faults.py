@@ -14,7 +14,7 @@ from sqlmodel import select
 
 from storage.models import AlmRun, Clip, Dataset, JudgeCall, JudgeRun, Judgment, Prediction, Tag, TaggerRun
 from tests.support.fake_anthropic import FakeAnthropicAPI
-from workbench.cli.main import main
+from cli.main import main
 
 KEY = "sk-ant-faults-SECRET-0a1b2c3d4e5f"
 COT = "I hear Swedish speech on a platform and a train horn, so this is Stockholm Central."

@@ -6,7 +6,7 @@ import json
 
 from storage import open_store
 from storage.models import Clip, Dataset
-from workbench.cli.main import main
+from cli.main import main
 from workbench.labels import LabelService
 
 

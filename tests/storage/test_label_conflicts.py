@@ -102,7 +102,7 @@ def test_an_edit_without_a_base_version_still_writes(store) -> None:
 
 def _aglw(db: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "workbench.cli.main", "--db", db, "--annotator", "ana", *args],
+        [sys.executable, "-m", "cli.main", "--db", db, "--annotator", "ana", *args],
         capture_output=True, text=True, timeout=120,
     )
 

@@ -17,7 +17,7 @@ from storage.models import Clip, MediaRoot, Prediction
 from tests.cli_helpers import run_json
 from tests.storage.test_import_dataset import clip_row, write_csv
 from tests.storage.test_import_predictions import HAND_RECORDS, write_jsonl
-from workbench.cli.main import main
+from cli.main import main
 from workbench.importing import import_dataset, import_predictions
 from workbench.media import clip_audio, link_media
 

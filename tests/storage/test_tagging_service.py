@@ -95,7 +95,7 @@ def _tags(store, clip_id: int) -> list[Tag]:  # type: ignore[no-untyped-def]
 
 
 def test_cli_tag_and_tag_file(project, checkpoint_file: Path, tmp_path: Path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
-    from workbench.cli.main import main
+    from cli.main import main
 
     models = tmp_path / "models"
     models.mkdir()
@@ -145,7 +145,7 @@ def test_cli_tag_and_tag_file(project, checkpoint_file: Path, tmp_path: Path, mo
 
 
 def test_tag_file_offline_without_an_ontology_says_how_to_provide_it(checkpoint_file: Path, tmp_path: Path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
-    from workbench.cli.main import main
+    from cli.main import main
     from workbench.tagging import assets
 
     monkeypatch.delenv("AGLW_ONTOLOGY", raising=False)

@@ -8,7 +8,7 @@ import shutil
 from tests.storage.test_curation_fixtures import add_annotator, set_clip_label
 from tests.storage.test_curation_selection_export import project
 from ui.cockpit.selection_view import SelectionView
-from workbench.cli.main import main
+from cli.main import main
 from workbench.curation import service
 from workbench.curation.export import manifest_path_for
 from workbench.curation.model import FitParameters

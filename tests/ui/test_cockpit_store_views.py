@@ -16,7 +16,7 @@ from ui.cockpit.agreement_view import AgreementView
 from ui.cockpit.curation_view import CurationView
 from ui.cockpit.jobs import JobsPanel
 from ui.cockpit.selection_view import SelectionView
-from workbench.cli.main import main
+from cli.main import main
 from workbench.commands import CommandStack
 from workbench.curation import service
 from workbench.curation.export import manifest_path_for

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PySide6.QtGui import QImage
 
-from workbench.cli.main import main
+from cli.main import main
 
 pytestmark = pytest.mark.qt_log_ignore("does not support propagateSizeHints")
 

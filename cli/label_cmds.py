@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from workbench.cli.context import app_context, emit_json, show
+from cli.context import app_context, emit_json, show
 from storage.errors import ConflictError
 from workbench.errors import AglwError
 

@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 import typer
 
-from workbench.cli.context import app_context, emit_json, say, show
+from cli.context import app_context, emit_json, say, show
 
 clips_app = typer.Typer(help="List and show the clips of the project.")
 media_app = typer.Typer(help="Find the recordings of clips under the media roots.")

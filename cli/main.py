@@ -13,7 +13,7 @@ from typing import Optional
 import typer
 
 from storage.errors import StoreError
-from workbench.cli import (
+from cli import (
     agreement_cmds,
     audio_cmds,
     clips_cmds,
@@ -24,7 +24,7 @@ from workbench.cli import (
     label_cmds,
     tagging_cmds,
 )
-from workbench.cli.context import AppContext
+from cli.context import AppContext
 from workbench.config import default_db_location
 from workbench.errors import AglwError
 

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from workbench.cli.context import app_context, emit_json, progress_bar, say, show
+from cli.context import app_context, emit_json, progress_bar, say, show
 from workbench.errors import AglwError
 
 

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from workbench.cli.context import app_context, emit_json, project_file_missing, say, show
+from cli.context import app_context, emit_json, project_file_missing, say, show
 from workbench.errors import AglwError
 from workbench.metrics.keys import METRIC_KEYS, PROFILES
 

@@ -12,7 +12,7 @@ from typing import Optional
 
 import typer
 
-from workbench.cli.context import app_context, emit_json, progress_bar, show
+from cli.context import app_context, emit_json, progress_bar, show
 from workbench.errors import AglwError
 
 

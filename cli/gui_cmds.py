@@ -1,19 +1,18 @@
 """`aglw` commands: gui, screenshot, demo.
 
-The Qt code lives in ``ui/``; these commands import it lazily (``importlib``) inside the
-command functions, so ``workbench`` never imports Qt (import-linter contract).
+The CLI sits above ``ui/`` (layers cli -> ui -> workbench -> storage); Qt is imported inside
+the commands that open a window, so `aglw --help` and every other command start without it.
 """
 
 from __future__ import annotations
 
-import importlib
 import re
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from workbench.cli.context import app_context, emit_json, require_project, say, show
+from cli.context import app_context, emit_json, require_project, say, show
 from workbench.errors import AglwError
 
 
@@ -30,6 +29,18 @@ def _parse_size(text: str) -> tuple[int, int]:
     return width, height
 
 
+def _ui_app():  # type: ignore[no-untyped-def]
+    import ui.app  # Qt loads when a window is opened, not when `aglw` starts
+
+    return ui.app
+
+
+def _ui_screenshot():  # type: ignore[no-untyped-def]
+    import ui.screenshot
+
+    return ui.screenshot
+
+
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the root app."""
 
@@ -43,7 +54,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Open the desktop review workbench."""
         context = app_context(ctx)
-        code = importlib.import_module("ui.app").run_gui(require_project(db or context.db), context.annotator, clip_key=clip)
+        code = _ui_app().run_gui(require_project(db or context.db), context.annotator, clip_key=clip)
         raise typer.Exit(code)
 
     @app.command("screenshot")
@@ -62,7 +73,7 @@ def register(app: typer.Typer) -> None:
         width, height = _parse_size(size)
         if view not in SCREENSHOT_VIEWS:
             raise AglwError(f"--view {view!r}: use one of {'|'.join(SCREENSHOT_VIEWS)}")
-        path = importlib.import_module("ui.screenshot").render_screenshot(
+        path = _ui_screenshot().render_screenshot(
             require_project(context.db), clip, out, (width, height), annotator=context.annotator, view=view,
             overwrite=force,
         )
@@ -93,7 +104,7 @@ def register(app: typer.Typer) -> None:
             else:
                 say(f"opening the existing DEMO project {existing} (pass --overwrite to generate it afresh)")
             if not no_gui:
-                code = importlib.import_module("ui.app").run_gui(str(existing), context.annotator or "demo-expert")
+                code = _ui_app().run_gui(str(existing), context.annotator or "demo-expert")
                 raise typer.Exit(code)
             return
         summary = create_demo_project(directory, overwrite=overwrite)
@@ -113,7 +124,7 @@ def register(app: typer.Typer) -> None:
             show(f"DEMO project written to {summary.db_path} ({len(summary.clip_keys)} synthetic clips: "
                 f"{', '.join(summary.layouts)}; judges {', '.join(summary.judges)})")
         if not no_gui:
-            code = importlib.import_module("ui.app").run_gui(
+            code = _ui_app().run_gui(
                 str(summary.db_path), context.annotator or "demo-expert"
             )
             raise typer.Exit(code)

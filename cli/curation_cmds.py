@@ -6,7 +6,7 @@ from typing import Any, Optional
 
 import typer
 
-from workbench.cli.context import app_context, emit_json, show
+from cli.context import app_context, emit_json, show
 from workbench.errors import AglwError
 
 export_app = typer.Typer(help="Export project data.", no_args_is_help=True)
