@@ -61,6 +61,10 @@ def register(app: typer.Typer) -> None:
         if roots is None:
             say("no AudioSet ontology given (--ontology, $AGLW_ONTOLOGY or ontology_path): "
                 "the root-category breakdown is skipped")
+        from workbench import extras
+
+        if not extras.has("pyarrow"):
+            say(f"the bundle gets its tables as CSV only: {extras.missing_extra_message('pyarrow')}")
         say(f"agreement: cluster bootstrap B = {bootstrap}, seed = {seed} ...")
         manifest = service.export_agreement(
             context.store(), out, bootstrap=bootstrap, seed=seed, reveal_annotators=reveal_annotators,

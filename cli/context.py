@@ -133,9 +133,13 @@ def emit_json(payload: Any) -> None:
     sys.stdout.flush()
 
 
-def say(message: str) -> None:
-    """A diagnostic on stderr (progress, warnings, hints): never a result."""
-    stderr.print(message)
+def say(message: str, *, markup: bool = False) -> None:
+    """A diagnostic on stderr (progress, warnings, hints): never a result.
+
+    The text is printed as written (an extra's name "[parquet]", a key "[b]" stay) and is not
+    wrapped; ``markup`` lets a caller colour its own fixed words (escape any data in it).
+    """
+    stderr.print(message, markup=markup, soft_wrap=True)
 
 
 def show(renderable: Any, *, min_width: int | None = None) -> None:

@@ -49,9 +49,9 @@ def _show_report(report: ImportReport, as_json: bool) -> None:
     counts = ", ".join(f"{name.replace('_', ' ')} {value}" for name, value in report.counts.items())
     show(f"{report.kind} {escape(report.name)!s} from {escape(report.source)}: {verb}; {counts}")
     for warning in report.warnings:
-        say(f"[yellow]warning:[/yellow] {escape(warning)}")
+        say(f"[yellow]warning:[/yellow] {escape(warning)}", markup=True)
     for problem in report.problems:
-        say(f"[red]problem:[/red] {escape(problem)}")
+        say(f"[red]problem:[/red] {escape(problem)}", markup=True)
 
 
 @import_app.command("dataset")

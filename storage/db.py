@@ -161,7 +161,15 @@ def create_store_engine(url: str, *, busy_timeout_s: float = 15.0) -> Engine:
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": busy_timeout_s})
         _install_sqlite_pragmas(engine, busy_timeout_s)
         return engine
-    return create_engine(url, pool_pre_ping=True)
+    try:
+        return create_engine(url, pool_pre_ping=True)
+    except ImportError as exc:  # the driver is an extra: only teams on PostgreSQL install it
+        if backend == "postgresql":
+            raise StoreError(
+                f"a PostgreSQL (team) project needs the 'postgres' extra ({exc}): "
+                "pip install 'agl-workbench[postgres]'"
+            ) from exc
+        raise
 
 
 def open_store(db: str | Path, *, migrate: bool = True, busy_timeout_s: float = 15.0) -> Store:

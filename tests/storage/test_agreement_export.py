@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import sys
 import re
 from pathlib import Path
 
@@ -320,3 +321,26 @@ def test_export_from_postgresql_equals_the_sqlite_export(pg_url: str, tmp_path: 
     assert {"judge-judge", "expert-judge", "test-retest", "root"} <= set(coefficients["section"]) | set(
         coefficients["subset_kind"]
     )
+
+
+def test_without_the_parquet_extra_the_bundle_has_csv_and_says_how_to_get_parquet(project, tmp_path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    store, base, _ = project
+    from workbench import extras
+
+    # as if agl-workbench[parquet] were not installed (pandas, imported with pyarrow present,
+    # would still reach for it, so the check itself answers "missing")
+    monkeypatch.setattr(extras, "has", lambda module: module != "pyarrow")
+    out = tmp_path / "csv-only"
+    assert main(["--db", str(base / "project.sqlite"), "--json", "agreement", "--out", str(out), "--bootstrap", "0"]) == 0
+    captured = capsys.readouterr()
+    manifest = json.loads(captured.out)
+    assert "pip install 'agl-workbench[parquet]'" in captured.err
+    assert "ratings_long.csv" in manifest["files"] and not any(n.endswith(".parquet") for n in manifest["files"])
+    assert not list(out.glob("*.parquet"))
+
+
+def test_a_team_project_without_the_postgres_extra_is_one_line(tmp_path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    assert main(["--db", "postgresql+psycopg://aglw@127.0.0.1:5432/test", "clips", "list"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "pip install 'agl-workbench[postgres]'" in err

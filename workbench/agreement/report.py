@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import json
 import os
 import platform
@@ -52,6 +53,9 @@ class Manifest:
         return asdict(self)
 
 
+log = logging.getLogger(__name__)
+
+
 def _value_text(value: object) -> str:
     if isinstance(value, (float, np.floating)):
         return repr(float(value))
@@ -98,16 +102,19 @@ def _latex_escape(text: str) -> str:
 
 
 def _write_tables(out: Path, long: pd.DataFrame, coefficients: pd.DataFrame) -> list[str]:
+    from workbench import extras
+
     written = []
-    long.to_csv(out / "ratings_long.csv", index=False)
-    long.to_parquet(out / "ratings_long.parquet", index=False)
     wide = wide_table(long)
-    wide.to_csv(out / "ratings_wide.csv", index=False)
-    wide.to_parquet(out / "ratings_wide.parquet", index=False)
-    coefficients.to_csv(out / "coefficients.csv", index=False)
-    coefficients.to_parquet(out / "coefficients.parquet", index=False)
-    written += ["ratings_long.csv", "ratings_long.parquet", "ratings_wide.csv", "ratings_wide.parquet",
-                "coefficients.csv", "coefficients.parquet"]
+    parquet = extras.has("pyarrow")
+    if not parquet:  # the CSVs hold the same tables; say what is missing and how to get it
+        log.info("agreement bundle without Parquet copies: %s", extras.missing_extra_message("pyarrow"))
+    for name, table in (("ratings_long", long), ("ratings_wide", wide), ("coefficients", coefficients)):
+        table.to_csv(out / f"{name}.csv", index=False)
+        written.append(f"{name}.csv")
+        if parquet:
+            table.to_parquet(out / f"{name}.parquet", index=False)
+            written.append(f"{name}.parquet")
     summary = summary_table(coefficients)
     markdown = ["# Agreement summary (all units; 95 % cluster-bootstrap percentile intervals)", "",
                 minimums.describe_text(), ""]
