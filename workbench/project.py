@@ -75,13 +75,27 @@ def clip_keys(store: Store, clip_ids: set[int]) -> dict[int, str]:
 # --------------------------------------------------------------------------- the latest of each
 
 
+def current_tagger_run_id(connection: Any) -> int | None:
+    """THE tagger run whose tags the project uses (review, judges, curation, read-back):
+    the newest *finished* run that stored tags; with none finished, the newest run that
+    stored any (an interrupted first run still shows what it did); else None.
+
+    ``connection`` is a Session or a Connection (both ``execute`` a core select).
+    """
+    has_tags = col(TaggerRun.id).in_(select(Tag.tagger_run_id))
+    done = connection.execute(
+        select(func.max(TaggerRun.id)).where(TaggerRun.status == "done", has_tags)
+    ).scalar_one_or_none()
+    if done is not None:
+        return int(done)
+    newest = connection.execute(select(func.max(TaggerRun.id)).where(has_tags)).scalar_one_or_none()
+    return int(newest) if newest is not None else None
+
+
 def current_tagger_run(session: Session) -> TaggerRun | None:
-    """The tagger run whose tags the project shows: the newest finished one, else the newest."""
-    runs = session.exec(select(TaggerRun).order_by(col(TaggerRun.id).desc())).all()
-    for run in runs:
-        if run.status == "done":
-            return run
-    return runs[0] if runs else None
+    """The row of :func:`current_tagger_run_id`."""
+    run_id = current_tagger_run_id(session)
+    return session.get(TaggerRun, run_id) if run_id is not None else None
 
 
 def latest_judgments(

@@ -16,7 +16,7 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from storage import Store
-from storage.models import AlmRun, Clip, JudgeCall, JudgeRun, Judgment, Prediction, Tag, TaggerRun, utcnow
+from storage.models import AlmRun, Clip, JudgeCall, JudgeRun, Judgment, Prediction, Tag, utcnow
 from workbench.attribution.config import JudgeConfig, JudgesConfig
 from workbench.attribution.cost import call_cost
 from workbench.attribution.prompts import (
@@ -96,10 +96,11 @@ def resolve_alm_run(session: Session, alm_model: str | None) -> AlmRun:
 
 
 def latest_tagger_run_id(session: Session) -> int | None:
-    """The newest tagger run that stored any tags."""
-    return session.exec(
-        select(TaggerRun.id).where(col(TaggerRun.id).in_(select(Tag.tagger_run_id))).order_by(col(TaggerRun.id).desc())
-    ).first()
+    """The tagger run whose tags the judges read: the project's current one (one definition,
+    :func:`workbench.project.current_tagger_run_id`)."""
+    from workbench.project import current_tagger_run_id
+
+    return current_tagger_run_id(session)
 
 
 def select_clip_inputs(

@@ -9,7 +9,8 @@ Choices documented here:
 * **Judges**: every judge run of that ALM run. A judge is identified by its
   ``judge_name``; when a judge was run several times on the same (clip,
   category), its latest valid judgment (status ok, with a score) counts.
-* **Tags**: the latest finished tagger run; with none, no detection filter.
+* **Tags**: the project's current tagger run (:func:`workbench.project.current_tagger_run_id`);
+  with none, no detection filter.
 * **Errors** are memoised per process (geodesics are pure-Python and the
   predictions rarely change between refits); a changed coordinate is a new
   cache key, so the memo can never serve a stale error.
@@ -35,7 +36,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from storage import Store
 from storage.models import (
@@ -50,7 +51,6 @@ from storage.models import (
     Judgment,
     Prediction,
     Tag,
-    TaggerRun,
 )
 from workbench.errors import AglwError
 from workbench.metrics.core import prediction_error_km
@@ -200,9 +200,9 @@ def gather_inputs(store: Store, alm_model: str | None = None) -> FitInputs:
                 Judgment.contribution.is_not(None),
             )
         ).all()
-        tagger_run_id = conn.execute(
-            select(func.max(TaggerRun.id)).where(TaggerRun.status == "done")
-        ).scalar_one_or_none()
+        from workbench.project import current_tagger_run_id
+
+        tagger_run_id = current_tagger_run_id(conn)
         tags = (
             conn.execute(
                 select(Tag.clip_id, Tag.audioset_id, Tag.probability).where(Tag.tagger_run_id == tagger_run_id)
