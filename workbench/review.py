@@ -59,9 +59,7 @@ from storage.models import (
 from workbench.errors import InputError
 from workbench.labels import clip_id_for_key
 
-SPEECH_ID = "/m/09x0r"
-SPEECH_TAG_THRESHOLD = 0.15
-SPEECH_HUMAN_SOUNDS_THRESHOLD = 0.1
+from workbench.speech import SPEECH_CLASS_ID as SPEECH_ID  # noqa: E402 - the one speech rule
 DEFAULT_TAU = 0.15
 DEFAULT_TOP_N = 10
 DEFAULT_THETA = 0.0
@@ -720,13 +718,10 @@ class ReviewService:
 
 
 def _speech(human_sounds: float | None, speech_probability: float | None) -> bool | None:
-    """Speech as curation-model.md section 7 defines it; None when neither source is known."""
-    if human_sounds is None and speech_probability is None:
-        return None
-    return bool(
-        (speech_probability is not None and speech_probability >= SPEECH_TAG_THRESHOLD)
-        or (human_sounds is not None and human_sounds >= SPEECH_HUMAN_SOUNDS_THRESHOLD)
-    )
+    """Speech as :mod:`workbench.speech` defines it; None when neither source is known."""
+    from workbench.speech import is_speech_clip
+
+    return is_speech_clip(human_sounds, speech_probability)
 
 
 def _flag_names(flags: Any) -> tuple[str, ...]:

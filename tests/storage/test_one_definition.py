@@ -52,3 +52,28 @@ def test_review_judges_curation_and_read_back_use_one_tagger_run(store) -> None:
     _run(store, "cancelled", clip_id, 0.4)  # a newer run stopped midway
     _run(store, "done", None, 0.0)  # finished, but stored no tags (every clip failed)
     assert everyone() == {0.9}
+
+
+def test_the_speech_rule_is_one_rule_over_the_current_tagger_run(store) -> None:  # type: ignore[no-untyped-def]
+    """The browser's speech column and the agreement breakdown agree: tag of the current run
+    (not of a newer cancelled one), threshold 0.15, or human_sounds >= 0.1."""
+    from workbench.agreement.units import load_ratings
+
+    with store.write() as s:
+        dataset = Dataset(name="d")
+        alm = AlmRun(model="alm")
+        s.add_all([dataset, alm])
+        s.flush()
+        clips = {key: Clip(dataset_id=dataset.id, key=key, human_sounds=hs)
+                 for key, hs in (("quiet", 0.0), ("talk", 0.5), ("tagged", None))}
+        s.add_all(clips.values())
+        s.flush()
+        ids = {key: int(c.id) for key, c in clips.items()}
+    done = _run(store, "done", ids["quiet"], 0.1)
+    with store.write() as s:
+        s.add(Tag(tagger_run_id=done, clip_id=ids["tagged"], class_index=0, audioset_id="/m/09x0r", probability=0.2))
+    _run(store, "cancelled", ids["quiet"], 0.9)  # would make "quiet" a speech clip if it counted
+    browser = {r.key: r.speech for r in ReviewService(store, {}, {}).clip_rows()}
+    agreement = dict(zip(load_ratings(store).clips["clip_key"], load_ratings(store).clips["speech"]))
+    assert browser == {"quiet": False, "talk": True, "tagged": True}
+    assert agreement == browser

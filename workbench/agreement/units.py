@@ -32,9 +32,8 @@ from storage.models import (
 from workbench.errors import InputError
 
 RATING_COLUMNS = ["clip_id", "clip_key", "category_id", "unit", "rater", "rater_kind", "label", "value"]
-SPEECH_CLASS = "/m/09x0r"
-SPEECH_TAG_THRESHOLD = 0.15
-HUMAN_SOUNDS_THRESHOLD = 0.1
+from workbench.speech import SPEECH_CLASS_ID as SPEECH_CLASS  # noqa: E402 - the one speech rule
+from workbench.speech import is_speech_clip  # noqa: E402
 
 # label → (level of measurement, category domain); None = the observed values
 LABELS: dict[str, tuple[str, tuple | None]] = {
@@ -65,7 +64,7 @@ CODING_DECISIONS = [
     "Derived rater curation_fit (latest curation run): the fitted category polarity (P/N/neutral; "
     "'insufficient' is missing) on every (clip, category) unit an expert gave a polarity, the clip's "
     "localizability l_k, and decision accept when the clip is a candidate (l_k > theta), else reject.",
-    "Speech clips: AGL1K human_sounds >= 0.1 or the Speech tag /m/09x0r >= 0.15 (latest tagger run).",
+    "Speech clips: AGL1K human_sounds >= 0.1 or the Speech tag /m/09x0r >= 0.15 (current tagger run).",
     "Multi-rater coefficients (Fleiss over judges; Krippendorff and AC1 over judges and experts) "
     "leave derived raters out because they are functions of the others.",
     "Confidence intervals: cluster bootstrap over clips (clips resampled with replacement with all their "
@@ -123,9 +122,14 @@ def load_ratings(store: Store, *, alm_model: str | None = None, reveal_annotator
         if curation is not None:
             fitted = s.exec(select(CurationCategoryResult).where(CurationCategoryResult.run_id == curation.id)).all()
             clip_results = s.exec(select(CurationClipResult).where(CurationClipResult.run_id == curation.id)).all()
+        from workbench.project import current_tagger_run_id
+
+        tagger_run_id = current_tagger_run_id(s)
         speech_tags = s.exec(
-            select(Tag.clip_id, Tag.tagger_run_id, Tag.probability).where(Tag.audioset_id == SPEECH_CLASS)
-        ).all()
+            select(Tag.clip_id, Tag.probability).where(
+                Tag.audioset_id == SPEECH_CLASS, Tag.tagger_run_id == tagger_run_id
+            )
+        ).all() if tagger_run_id is not None else []
 
     key_of = {c.id: c.key for c in clips}
     rows: list[tuple] = []
@@ -193,20 +197,13 @@ def load_ratings(store: Store, *, alm_model: str | None = None, reveal_annotator
         columns=RATING_COLUMNS + ["judge_run_id"]
     )
 
-    latest_speech: dict[int, tuple[int, float]] = {}
-    for clip_id, run_id, probability in speech_tags:
-        if clip_id not in latest_speech or run_id > latest_speech[clip_id][0]:
-            latest_speech[clip_id] = (run_id, probability)
+    speech_probability = dict(speech_tags)
     clip_table = pd.DataFrame(
         {
             "clip_id": [c.id for c in clips],
             "clip_key": [c.key for c in clips],
             "continent": [c.continent or "unknown" for c in clips],
-            "speech": [
-                bool((c.human_sounds is not None and c.human_sounds >= HUMAN_SOUNDS_THRESHOLD)
-                     or latest_speech.get(c.id, (0, 0.0))[1] >= SPEECH_TAG_THRESHOLD)
-                for c in clips
-            ],
+            "speech": [bool(is_speech_clip(c.human_sounds, speech_probability.get(c.id))) for c in clips],
         }
     )
     return RatingData(

@@ -34,10 +34,11 @@ from storage import Store
 from storage.models import AlmRun, Clip, Selection, Tag
 from workbench.curation import service
 from workbench.curation.inputs import gather_inputs
-from workbench.curation.model import SPEECH_CLASS_ID, FitParameters
+from workbench.curation.model import FitParameters
+from workbench.speech import HUMAN_SOUNDS_THRESHOLD as HUMAN_SOUNDS_SPEECH
+from workbench.speech import SPEECH_CLASS_ID
 from workbench.errors import AglwError
 
-HUMAN_SOUNDS_SPEECH = 0.1
 UNKNOWN_CONTINENT = "unknown"
 
 

@@ -22,8 +22,8 @@ from workbench.metrics.core import (
 
 GroupBy = Literal["continent", "speech"]
 GROUP_BY_OPTIONS: tuple[str, ...] = ("continent", "speech")
-# AGL1K's speech split: a clip counts as "with speech" when its human_sounds value is at least this.
-SPEECH_THRESHOLD = 0.1
+# AGL1K's published speech split: human_sounds alone, at the threshold of the one speech rule.
+from workbench.speech import HUMAN_SOUNDS_THRESHOLD as SPEECH_THRESHOLD  # noqa: E402
 SPEECH = "speech"
 NO_SPEECH = "no speech"
 NO_CLIP = "(no clip)"
