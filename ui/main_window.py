@@ -12,6 +12,7 @@ from PySide6.QtWidgets import (
     QApplication,
     QDockWidget,
     QFileDialog,
+    QInputDialog,
     QHBoxLayout,
     QLabel,
     QMainWindow,
@@ -41,7 +42,7 @@ from workbench.media import LinkReport
 from workbench.review import AudioSource, ClipDetail, ReviewService, ab_spacing_from_config, labels_entered
 from ui.attribution_grid import AttributionGrid
 from ui.browser import ClipBrowser
-from ui.cockpit import install_cockpit
+from ui.cockpit import Cockpit, install_cockpit
 from ui.evidence import ClipInfoPanel, ClipPanel, ReasoningView, TagsPanel, location_text, plain_label, plain_tooltip
 from ui.player import PlayerView
 from ui.workers import AudioLoader, AudioRequest, AudioResult
@@ -207,7 +208,7 @@ class MainWindow(QMainWindow):
         # has its real size (sizes given before that are not kept).
         self._layout_pending = state is None or not self.restoreState(state)
         self.reload_rows()
-        install_cockpit(self)
+        self.cockpit: Cockpit = install_cockpit(self)
 
     # ------------------------------------------------------------------ construction
 
@@ -524,6 +525,43 @@ class MainWindow(QMainWindow):
         self.show_status(f"saved {saved} pending edit(s)")
         self._refresh()
 
+    # ------------------------------------------------------------------ projects
+
+    def ask_open_project(self) -> None:
+        """Project ▸ Open project…: a SQLite file or a PostgreSQL URL."""
+        target, ok = QInputDialog.getText(self, "Open project", "SQLite file path or postgresql:// URL:")
+        if ok and target.strip():
+            self.open_project(target.strip())
+
+    def open_project(self, target: str) -> MainWindow | None:
+        """Open another project (file or PostgreSQL URL) in a new window for the same annotator.
+
+        This window is closed (its jobs and workers stop) and its store disposed, so no
+        connection to the old project stays open; the new window disposes the store it opened
+        when it closes in turn. When the new project cannot be opened, this one stays.
+        """
+        from storage import open_store
+
+        store = None
+        try:
+            store = open_store(target)
+            info = LabelService(store).ensure_annotator(self.annotator.name)
+        except Exception as exc:  # noqa: BLE001 - any failure to open is shown, the current project stays open
+            if store is not None:
+                store.dispose()
+            self.statusBar().showMessage(f"could not open {_without_password(target)}: {exc}", 15_000)
+            return None
+        old_store = self.store
+        replacement = MainWindow(store, info)
+        replacement.cockpit.owned_store = store
+        replacement.show()
+        self.close()
+        # Deleted now, in the GUI thread: left to the garbage collector, the closed window's
+        # widgets could be destroyed in whatever thread happens to collect them.
+        self.deleteLater()
+        old_store.dispose()
+        return replacement
+
     # ------------------------------------------------------------------ audio
 
     def ask_link_audio(self) -> None:
@@ -657,3 +695,13 @@ class MainWindow(QMainWindow):
         self.settings.setValue("geometry", self.saveGeometry())
         self.settings.setValue("window_state", self.saveState())
         self.settings.sync()
+
+
+def _without_password(target: str) -> str:
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(target).render_as_string(hide_password=True)
+    except ArgumentError:
+        return target

@@ -9,7 +9,6 @@ import pytest
 import shiboken6
 
 import storage
-from ui.cockpit import open_project
 from workbench.labels import LabelService
 
 # the offscreen platform cannot resize a shown top-level window to its size hints
@@ -47,7 +46,7 @@ def test_open_project_disposes_the_old_store_and_the_new_window_owns_its_store(
     old_spy = DisposeSpy(demo_store, monkeypatch)
     window = _window(qtbot, demo_store)
 
-    replacement = open_project(window, str(other))
+    replacement = window.open_project(str(other))
     assert replacement is not None
     qtbot.addWidget(replacement)
     assert Path(replacement.store.sqlite_path) == other
@@ -79,13 +78,13 @@ def test_a_project_that_cannot_be_opened_leaves_the_current_one_and_closes_what_
 
     monkeypatch.setattr(storage, "open_store", open_and_remember)
     monkeypatch.setattr(LabelService, "ensure_annotator", refuse)
-    assert open_project(window, str(tmp_path / "fresh.sqlite")) is None
+    assert window.open_project(str(tmp_path / "fresh.sqlite")) is None
     assert len(opened) == 1 and opened[0].calls == 1  # the half-opened store is not left open
     assert old_spy.calls == 0 and window.isVisible() and shiboken6.isValid(window)
     assert "could not open" in window.statusBar().currentMessage()
 
     monkeypatch.setattr(storage, "open_store", real_open_store)
-    assert open_project(window, "postgresql+psycopg://someone:hunter2@127.0.0.1:1/none") is None
+    assert window.open_project("postgresql+psycopg://someone:hunter2@127.0.0.1:1/none") is None
     message = window.statusBar().currentMessage()
     assert "could not open" in message and "hunter2" not in message
     assert old_spy.calls == 0

@@ -2,16 +2,17 @@
 
 :func:`install_cockpit` adds them to the review workbench's main window as tabbed docks,
 wires clip links into the review workbench, and adds the Refresh (F5) and
-"Open project…" actions.
+"Open project…" actions (the window opens the project: :meth:`MainWindow.open_project`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QDockWidget, QInputDialog, QMainWindow, QScrollArea, QWidget
+from PySide6.QtWidgets import QDockWidget, QScrollArea, QWidget
 
 from storage import Store
 from ui.cockpit.agreement_view import AgreementView
@@ -22,6 +23,9 @@ from ui.cockpit.map_view import MapView
 from ui.cockpit.selection_view import SelectionView
 from ui.cockpit.team import TeamView
 from workbench.errors import AglwError
+
+if TYPE_CHECKING:  # the window builds its cockpit; the cockpit never imports the window at run time
+    from ui.main_window import MainWindow
 
 VIEW_NAMES = ("curation", "selection", "map", "leaderboard", "agreement", "jobs", "team")
 
@@ -40,6 +44,7 @@ class Cockpit:
     docks: dict[str, QDockWidget]
     # A store this window opened itself ("Open project…"): disposed when the window closes.
     owned_store: Store | None = None
+    refresh_action: QAction | None = None  # Project ▸ Refresh (F5)
 
     def view(self, name: str) -> QWidget:
         if name not in VIEW_NAMES:
@@ -86,11 +91,11 @@ class _CloseWatcher(QObject):
         return False
 
 
-def install_cockpit(window: QMainWindow, *, force_sync: bool = False) -> Cockpit:
-    """Add the cockpit views to ``window`` (a :class:`ui.main_window.MainWindow`)."""
-    store = window.store  # type: ignore[attr-defined]
+def install_cockpit(window: MainWindow, *, force_sync: bool = False) -> Cockpit:
+    """Add the cockpit views to ``window`` as tabbed docks; the window keeps the returned object."""
+    store = window.store
     jobs = JobsPanel(store, force_sync=force_sync)
-    curation = CurationView(store, window.annotator.id, window.stack, execute=window.execute)  # type: ignore[attr-defined]
+    curation = CurationView(store, window.annotator.id, window.stack, execute=window.execute)
     selection = SelectionView(store)
     world = MapView(store)
     board = LeaderboardView(store)
@@ -118,14 +123,13 @@ def install_cockpit(window: QMainWindow, *, force_sync: bool = False) -> Cockpit
             window.tabifyDockWidget(first, dock)
         docks[name] = dock
     cockpit = Cockpit(jobs, curation, selection, world, board, agreement, team, docks)
-    window.cockpit = cockpit  # type: ignore[attr-defined]
 
     def open_key(key: str) -> None:
-        window.open_clip(window.review.clip_id_for_key(key))  # type: ignore[attr-defined]
+        window.open_clip(window.review.clip_id_for_key(key))
 
     for view in (curation, selection):
         view.clipActivated.connect(open_key)
-    window.clipShown.connect(lambda _clip_id: world.set_clip(window.detail))  # type: ignore[attr-defined]
+    window.clipShown.connect(lambda _clip_id: world.set_clip(window.detail))
     curation.runStored.connect(lambda _run: selection.refresh())
     jobs.finished.connect(lambda _status, _message: cockpit.refresh())
 
@@ -143,16 +147,16 @@ def install_cockpit(window: QMainWindow, *, force_sync: bool = False) -> Cockpit
 
     def start_fit() -> None:
         jobs.start(fit_job(store, curation.parameters(), alm_model=curation.alm.currentData(),
-                           created_by=window.annotator.id))  # type: ignore[attr-defined]
+                           created_by=window.annotator.id))
 
     jobs.add_starter("Tag clips (mn10_as)", lambda: jobs.start(tag_job(store)))
     jobs.add_starter("Judge clips… (dry run first)", start_judging)
     jobs.add_starter("Fit curation model", start_fit)
 
     def refresh_all() -> None:
-        window.reload_rows()  # type: ignore[attr-defined]
-        if window.detail is not None:  # type: ignore[attr-defined]
-            window.open_clip(window.detail.clip_id)  # type: ignore[attr-defined]
+        window.reload_rows()
+        if window.detail is not None:
+            window.open_clip(window.detail.clip_id)
         cockpit.refresh()
         window.statusBar().showMessage("reloaded from the project store", 5000)
 
@@ -162,65 +166,17 @@ def install_cockpit(window: QMainWindow, *, force_sync: bool = False) -> Cockpit
     refresh.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
     refresh.triggered.connect(refresh_all)
     open_action = QAction("Open project…", window)
-    open_action.triggered.connect(lambda: _ask_and_open(window))
+    open_action.triggered.connect(window.ask_open_project)
     link_action = QAction("Link audio…", window)  # the same rule as `aglw media link`
-    link_action.triggered.connect(window.ask_link_audio)  # type: ignore[attr-defined]
+    link_action.triggered.connect(window.ask_link_audio)
     for act in (open_action, link_action, refresh):
         menu.addAction(act)
         window.addAction(act)
     view_menu = window.menuBar().addMenu("&Cockpit")
     for name in VIEW_NAMES:
         view_menu.addAction(docks[name].toggleViewAction())
-    cockpit.refresh_action = refresh  # type: ignore[attr-defined]
+    cockpit.refresh_action = refresh
     window.installEventFilter(_CloseWatcher(cockpit, window))
     if first is not docks[VIEW_NAMES[0]]:
         first.raise_()  # the review's own grid stays in front
     return cockpit
-
-
-def _ask_and_open(window: QMainWindow) -> None:
-    target, ok = QInputDialog.getText(window, "Open project", "SQLite file path or postgresql:// URL:")
-    if ok and target.strip():
-        open_project(window, target.strip())
-
-
-def open_project(window: QMainWindow, target: str) -> QMainWindow | None:
-    """Open another project (file or PostgreSQL URL) in a new window for the same annotator.
-
-    The current window is closed (its jobs and workers stop) and its store disposed, so no
-    connection to the old project stays open; the new window disposes the store it opened
-    when it closes in turn. When the new project cannot be opened, the current one stays.
-    """
-    from storage import open_store
-    from ui.main_window import MainWindow
-    from workbench.labels import LabelService
-
-    store = None
-    try:
-        store = open_store(target)
-        info = LabelService(store).ensure_annotator(window.annotator.name)  # type: ignore[attr-defined]
-    except Exception as exc:  # noqa: BLE001 - any failure to open is shown, the current project stays open
-        if store is not None:
-            store.dispose()
-        window.statusBar().showMessage(f"could not open {_without_password(target)}: {exc}", 15_000)
-        return None
-    old_store: Store = window.store  # type: ignore[attr-defined]
-    replacement = MainWindow(store, info)
-    replacement.cockpit.owned_store = store  # type: ignore[attr-defined]
-    replacement.show()
-    window.close()
-    # Deleted now, in the GUI thread: left to the garbage collector, the closed window's widgets
-    # could be destroyed in whatever thread happens to collect them.
-    window.deleteLater()
-    old_store.dispose()
-    return replacement
-
-
-def _without_password(target: str) -> str:
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-
-    try:
-        return make_url(target).render_as_string(hide_password=True)
-    except ArgumentError:
-        return target
