@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import functools
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,18 +39,43 @@ class Settings:
 
     @classmethod
     def load(cls, path: Path | None = None) -> "Settings":
+        """The settings of ``config.toml`` (defaults when there is none).
+
+        Raises
+        ------
+        InputError
+            Not TOML, or a known key with a value of the wrong type (named with the key).
+        """
         path = path or config_dir() / "config.toml"
         if not path.exists():
             return cls()
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            from workbench.errors import InputError
+        from workbench.config_schema import read_toml, validate
 
-            raise InputError(f"{path}: not valid TOML ({exc}); fix or delete the file") from exc
-        version = int(data.pop("version", CONFIG_VERSION))
-        known = {k: data.pop(k) for k in ("annotator", "default_db", "efficientat_dir", "ontology_path") if k in data}
-        return cls(version=version, extra=data, **known)
+        data = read_toml(path, "fix or delete the file")
+        parsed = validate(_settings_model(), data, path)
+        known = parsed.model_dump(include=set(_KNOWN))
+        return cls(**known, extra=dict(parsed.model_extra or {}))
+
+
+_KNOWN = ("version", "annotator", "default_db", "efficientat_dir", "ontology_path")
+
+
+@functools.lru_cache(maxsize=1)
+def _settings_model():  # type: ignore[no-untyped-def]
+    """The pydantic model of ``config.toml`` (built on first use: pydantic is not a start-up import)."""
+    from pydantic import BaseModel, ConfigDict, Field
+
+    class SettingsFile(BaseModel):
+        # Unknown keys are kept and passed on (other parts of the workbench read them).
+        model_config = ConfigDict(extra="allow", str_strip_whitespace=True)
+
+        version: int = Field(CONFIG_VERSION, ge=1)
+        annotator: str | None = Field(None, min_length=1)
+        default_db: str | None = None
+        efficientat_dir: str | None = None
+        ontology_path: str | None = None
+
+    return SettingsFile
 
 
 def default_db_location() -> str:

@@ -187,3 +187,37 @@ def test_ontology_roots_follow_the_parent_chain():
     assert names.primary_root("/m/unknown") == "unknown" and "name unknown" in names.name("/m/unknown")
     with pytest.raises(InputError, match="entry 0"):
         Ontology.from_entries([{"id": 3}], "onto.json")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('[judges.x]\nprovider = "anthropic"\nmodel = "m"\nprompt_version = "v"\nmax_tokens = "lots"\n',
+         r"\[judges\.x\] 'max_tokens' .*integer.*'lots'"),
+        ('[judges.x]\nprovider = "anthropic"\nmodel = "m"\nprompt_version = "v"\nmax_token = 10\n',
+         r"\[judges\.x\] 'max_token' is not a known setting"),
+        ('[judges.x]\nprovider = "openai"\nmodel = "m"\nprompt_version = "v"\n', r"\[judges\.x\] 'provider'.*'openai'"),
+        ('[judges.x]\nprovider = "openai-compatible"\nmodel = "m"\nprompt_version = "v"\n', r"needs base_url"),
+        ('[prices."m"]\ninput = 1.0\n', r"\[prices\.m\] 'output' is missing"),
+        ('[batch]\ndiscount = 2.0\n', r"\[batch\] 'discount' .*less than or equal to 1.*2\.0"),
+    ],
+    ids=["wrong-type", "typo", "provider", "base-url", "price", "discount"],
+)
+def test_judges_file_mistakes_are_one_line_naming_table_and_key(tmp_path, text, expected) -> None:  # type: ignore[no-untyped-def]
+    bad = tmp_path / "judges.toml"
+    bad.write_text(text, encoding="utf-8")
+    with pytest.raises(InputError, match=expected) as caught:
+        load_judges(bad)
+    assert str(caught.value).startswith(f"{bad}: ") and "\n" not in str(caught.value)
+
+
+def test_config_toml_mistakes_name_the_key(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from workbench.config import Settings
+
+    path = tmp_path / "config.toml"
+    path.write_text('version = "two"\nannotator = "ana"\nmy_own_key = 3\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"config\.toml: 'version' .*integer.*'two'"):
+        Settings.load(path)
+    path.write_text('annotator = " ana "\nmy_own_key = 3\n', encoding="utf-8")
+    settings = Settings.load(path)
+    assert settings.annotator == "ana" and settings.extra == {"my_own_key": 3} and settings.version == 1

@@ -6,10 +6,11 @@ code paths, so a new model generation is a configuration edit.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from workbench.config import config_dir
 from workbench.errors import InputError
@@ -163,6 +164,56 @@ def judges_path() -> Path:
     return config_dir() / JUDGES_FILE
 
 
+class _JudgeEntry(BaseModel):
+    """One ``[judges.NAME]`` table as the file may write it."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    provider: Literal["anthropic", "openai-compatible"]
+    model: str = Field(min_length=1)
+    prompt_version: str = Field(min_length=1)
+    max_tokens: int = Field(2048, ge=1)
+    max_retries: int = Field(4, ge=0)
+    timeout_s: float = Field(120.0, gt=0)
+    base_url: str | None = None
+    api_key_env: str | None = None
+
+    @model_validator(mode="after")
+    def _endpoint(self) -> "_JudgeEntry":
+        if self.provider == "openai-compatible" and not self.base_url:
+            raise ValueError("an openai-compatible judge needs base_url (e.g. http://127.0.0.1:8000)")
+        return self
+
+
+class _PriceEntry(BaseModel):
+    """One ``[prices."MODEL"]`` table, dollars per million tokens (cache prices default to input)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cache_write: float | None = Field(None, ge=0)
+    cache_read: float | None = Field(None, ge=0)
+
+
+class _Batch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    discount: float = Field(0.5, gt=0, le=1)
+
+
+class _JudgesFile(BaseModel):
+    """The whole ``judges.toml``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = 1
+    trio: list[str] | None = None
+    judges: dict[str, _JudgeEntry] = Field(default_factory=dict)
+    prices: dict[str, _PriceEntry] = Field(default_factory=dict)
+    batch: _Batch = Field(default_factory=_Batch)
+
+
 def load_judges(path: Path | None = None) -> JudgesConfig:
     """Read the judges file, writing the documented defaults first when it does not exist.
 
@@ -174,70 +225,33 @@ def load_judges(path: Path | None = None) -> JudgesConfig:
     Raises
     ------
     InputError
-        Malformed TOML, or a judge entry with a missing or wrong field (the message names it).
+        Malformed TOML, or a missing, unknown or wrong field (the message names the table and key).
     """
+    from workbench.config_schema import read_toml, validate
+
     path = path or judges_path()
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(DEFAULT_JUDGES_TOML, encoding="utf-8")
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: not valid TOML ({exc}); fix it or delete it to get the defaults back") from exc
-
-    judges: dict[str, JudgeConfig] = {}
-    for name, entry in (data.get("judges") or {}).items():
-        judges[name] = _judge_from_entry(path, name, entry)
-    trio = list(data.get("trio") or list(judges)[:3])
-    prices: dict[str, Price] = {}
-    for model, entry in (data.get("prices") or {}).items():
-        try:
-            prices[model] = Price(
-                input=float(entry["input"]),
-                output=float(entry["output"]),
-                cache_write=float(entry.get("cache_write", entry["input"])),
-                cache_read=float(entry.get("cache_read", entry["input"])),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise InputError(
-                f"{path}: [prices.{model!r}] needs numeric input and output (and optional cache_write, "
-                f"cache_read) in dollars per million tokens ({exc!r})"
-            ) from exc
-    discount = float((data.get("batch") or {}).get("discount", 0.5))
-    if not 0.0 < discount <= 1.0:
-        raise InputError(f"{path}: [batch] discount must be in (0, 1], got {discount}")
-    config = JudgesConfig(path=path, judges=judges, trio=trio, prices=prices, batch_discount=discount)
+    data = read_toml(path, "fix it or delete it to get the defaults back")
+    parsed = validate(_JudgesFile, data, path)
+    judges = {
+        name: JudgeConfig(
+            name=name, provider=entry.provider, model=entry.model, prompt_version=entry.prompt_version,
+            max_tokens=entry.max_tokens, max_retries=entry.max_retries, timeout_s=entry.timeout_s,
+            base_url=entry.base_url, api_key_env=entry.api_key_env,
+        )
+        for name, entry in parsed.judges.items()
+    }
+    prices = {
+        model: Price(
+            input=p.input, output=p.output,
+            cache_write=p.input if p.cache_write is None else p.cache_write,
+            cache_read=p.input if p.cache_read is None else p.cache_read,
+        )
+        for model, p in parsed.prices.items()
+    }
+    trio = list(parsed.trio or list(judges)[:3])
+    config = JudgesConfig(path=path, judges=judges, trio=trio, prices=prices, batch_discount=parsed.batch.discount)
     config.select(trio)
     return config
-
-
-def _judge_from_entry(path: Path, name: str, entry: Any) -> JudgeConfig:
-    where = f"{path}: [judges.{name}]"
-    if not isinstance(entry, dict):
-        raise InputError(f"{where} must be a table")
-    for required in ("provider", "model", "prompt_version"):
-        if not isinstance(entry.get(required), str) or not entry[required].strip():
-            raise InputError(f"{where}: field {required!r} is missing or empty")
-    if entry["provider"] not in PROVIDERS:
-        raise InputError(f"{where}: provider {entry['provider']!r} is not one of {', '.join(PROVIDERS)}")
-    try:
-        max_tokens = int(entry.get("max_tokens", 2048))
-        max_retries = int(entry.get("max_retries", 4))
-        timeout_s = float(entry.get("timeout_s", 120))
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"{where}: max_tokens, max_retries and timeout_s must be numbers ({exc})") from exc
-    if max_tokens < 1 or max_retries < 0 or timeout_s <= 0:
-        raise InputError(f"{where}: max_tokens ≥ 1, max_retries ≥ 0 and timeout_s > 0 are required")
-    if entry["provider"] == "openai-compatible" and not entry.get("base_url"):
-        raise InputError(f"{where}: an openai-compatible judge needs base_url (e.g. http://127.0.0.1:8000)")
-    return JudgeConfig(
-        name=name,
-        provider=entry["provider"],
-        model=entry["model"].strip(),
-        prompt_version=entry["prompt_version"].strip(),
-        max_tokens=max_tokens,
-        max_retries=max_retries,
-        timeout_s=timeout_s,
-        base_url=entry.get("base_url"),
-        api_key_env=entry.get("api_key_env"),
-    )
