@@ -673,8 +673,25 @@ class MainWindow(QMainWindow):
         clicked = box.clickedButton()
         return "retry" if clicked is retry else "discard" if clicked is discard else "cancel"
 
+    def ask_about_running_job(self) -> bool:
+        """Whether to close while a cockpit job runs: it then stops after the clip in flight,
+        keeping everything finished so far (starting it again resumes)."""
+        from ui.cockpit.jobs import confirm
+
+        jobs = self.cockpit.jobs
+        name = jobs.current.name if jobs.current is not None else "a job"
+        done = jobs.context.done if jobs.context is not None else 0
+        total = jobs.context.total if jobs.context is not None else 0
+        return confirm(self, "A job is running",
+                       f"{name} is running ({done} of {total or '?'} done). Close and stop it after the item "
+                       "in flight? Everything finished so far is stored; starting it again resumes.")
+
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt override
-        """Close, unless edits are still pending and the expert does not want them lost."""
+        """Close, unless edits are still pending and the expert does not want them lost, or a
+        job is running and the expert wants it to go on."""
+        if self.cockpit.jobs.running and not self.ask_about_running_job():
+            event.ignore()
+            return
         self.commit_typed_note()
         while self.stack.pending:
             choice = self.ask_about_pending()

@@ -295,3 +295,35 @@ def test_an_edit_rereads_only_the_row_of_the_clip_it_changed(make_window, demo_s
     assert status(first) == "unreviewed" and calls[-1] == [first]
     window.redo()
     assert status(first) == "reviewed" and all(c == [first] for c in calls)
+
+
+def test_closing_with_a_job_running_asks_and_stops_it_keeping_what_was_done(make_window, qtbot, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import threading
+
+    from ui.cockpit.jobs import JobSpec
+
+    window = make_window()
+    stored: list[int] = []
+    started = threading.Event()
+
+    def run(context) -> str:  # type: ignore[no-untyped-def]
+        context.set_total(10_000)
+        for item in range(10_000):
+            stored.append(item)  # "stored" before the item is reported done
+            started.set()
+            context.clip_finished(f"k{item}", True)
+            threading.Event().wait(0.002)
+        return "all done"
+
+    jobs = window.cockpit.jobs
+    assert jobs.start(JobSpec("Count clips", run))
+    assert started.wait(10)
+    asked: list[bool] = []
+    monkeypatch.setattr(window, "ask_about_running_job", lambda: asked.append(True) or False)
+    assert window.close() is False  # kept open
+    assert asked and jobs.running  # and the job goes on
+    monkeypatch.setattr(window, "ask_about_running_job", lambda: asked.append(True) or True)
+    assert window.close() is True
+    assert jobs.wait(10_000)
+    qtbot.waitUntil(lambda: not jobs.running, timeout=10_000)
+    assert jobs.last_status == "cancelled" and 0 < len(stored) < 10_000
