@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 from storage.errors import ConflictError, SchemaTooNewError, StoreError
 
 if TYPE_CHECKING:
-    from storage.db import Store, open_store, resolve_url
+    from storage.db import Store, display_url, open_store, resolve_url
 
-__all__ = ["Store", "open_store", "resolve_url", "StoreError", "SchemaTooNewError", "ConflictError"]
+__all__ = ["Store", "open_store", "resolve_url", "display_url", "StoreError", "SchemaTooNewError", "ConflictError"]
 
-_LAZY = {"Store", "open_store", "resolve_url"}
+_LAZY = {"Store", "open_store", "resolve_url", "display_url"}
 
 
 def __getattr__(name: str) -> Any:

@@ -228,11 +228,22 @@ def open_store(db: str | Path, *, migrate: bool = True, busy_timeout_s: float = 
     return store
 
 
+def display_url(url: str) -> str:
+    """``url`` as a person may see it: a PostgreSQL password is never shown; text that is not a
+    URL is returned as it is."""
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return url
+
+
 def _describe(url: str) -> str:
     path = _sqlite_path(url)
     if path is not None:
         return f"project file {path}"
-    return f"database {make_url(url).render_as_string(hide_password=True)}"
+    return f"database {display_url(url)}"
 
 
 @dataclass(frozen=True)

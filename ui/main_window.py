@@ -540,7 +540,7 @@ class MainWindow(QMainWindow):
         connection to the old project stays open; the new window disposes the store it opened
         when it closes in turn. When the new project cannot be opened, this one stays.
         """
-        from storage import open_store
+        from storage import display_url, open_store
 
         store = None
         try:
@@ -549,7 +549,7 @@ class MainWindow(QMainWindow):
         except Exception as exc:  # noqa: BLE001 - any failure to open is shown, the current project stays open
             if store is not None:
                 store.dispose()
-            self.statusBar().showMessage(f"could not open {_without_password(target)}: {exc}", 15_000)
+            self.statusBar().showMessage(f"could not open {display_url(target)}: {exc}", 15_000)
             return None
         old_store = self.store
         replacement = MainWindow(store, info)
@@ -712,13 +712,3 @@ class MainWindow(QMainWindow):
         self.settings.setValue("geometry", self.saveGeometry())
         self.settings.setValue("window_state", self.saveState())
         self.settings.sync()
-
-
-def _without_password(target: str) -> str:
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-
-    try:
-        return make_url(target).render_as_string(hide_password=True)
-    except ArgumentError:
-        return target

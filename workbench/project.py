@@ -25,6 +25,7 @@ from storage.models import (
     ClipQuality,
     CurationCategoryResult,
     Dataset,
+    JudgeCall,
     JudgeRun,
     Judgment,
     Prediction,
@@ -333,3 +334,16 @@ def check_category_id(store: Store, category_id: str, option: str = "--category"
     if not any(known.values()):
         hint += " (set AGLW_ONTOLOGY to the AudioSet ontology.json to accept any AudioSet id)"
     raise InputError(f"{option} {value!r} {problem}{hint}")
+
+
+def last_judge_failure(store: Store, judge: str, clip_key: str) -> str | None:
+    """The reason of the latest failed call of ``judge`` on the clip ``clip_key`` (None if none)."""
+    with store.session() as s:
+        return s.execute(
+            select(JudgeCall.failure_reason)
+            .join(JudgeRun, col(JudgeRun.id) == col(JudgeCall.judge_run_id))
+            .join(Clip, col(Clip.id) == col(JudgeCall.clip_id))
+            .where(JudgeRun.judge_name == judge, Clip.key == clip_key, JudgeCall.status == "failed")
+            .order_by(col(JudgeCall.id).desc())
+            .limit(1)
+        ).scalar()

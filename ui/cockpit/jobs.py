@@ -33,10 +33,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from sqlalchemy import select
 
 from storage import Store
-from storage.models import Clip, JudgeCall, JudgeRun
 from workbench.attribution import service as attribution_service
 from workbench.attribution.config import JudgesConfig
 from workbench.curation import service as curation_service
@@ -308,16 +306,9 @@ def fit_job(store: Store, params: FitParameters, *, alm_model: str | None = None
 
 
 def _last_failure(store: Store, judge: str, clip_key: str) -> str:
-    with store.session() as s:
-        reason = s.execute(
-            select(JudgeCall.failure_reason)
-            .join(JudgeRun, JudgeRun.id == JudgeCall.judge_run_id)
-            .join(Clip, Clip.id == JudgeCall.clip_id)
-            .where(JudgeRun.judge_name == judge, Clip.key == clip_key, JudgeCall.status == "failed")
-            .order_by(JudgeCall.id.desc())
-            .limit(1)
-        ).scalar()
-    return f"{judge}: {reason or 'failed'}"
+    from workbench.project import last_judge_failure
+
+    return f"{judge}: {last_judge_failure(store, judge, clip_key) or 'failed'}"
 
 
 def judge_job(store: Store, config: JudgesConfig, *, judge_names: list[str] | None = None,

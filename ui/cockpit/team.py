@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
-from sqlalchemy.engine import make_url
-
-from storage import Store
+from storage import Store, display_url
 from workbench.team import AnnotatorProgress, annotator_progress
 
 COLUMNS = ["Annotator", "Role", "Clips labelled", "Rated", "Decided", "Category labels", "Forced polarities", "Last activity (UTC)"]
@@ -19,7 +17,7 @@ class TeamView(QWidget):
         super().__init__(parent)
         self.store = store
         # a PostgreSQL URL may carry a password: never show it
-        self.where = QLabel(f"project: {make_url(store.url).render_as_string(hide_password=True)}")
+        self.where = QLabel(f"project: {display_url(store.url)}")
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(COLUMNS)
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
