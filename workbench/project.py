@@ -83,7 +83,9 @@ def current_tagger_run_id(connection: Any) -> int | None:
 
     ``connection`` is a Session or a Connection (both ``execute`` a core select).
     """
-    has_tags = col(TaggerRun.id).in_(select(Tag.tagger_run_id))
+    # EXISTS per run (index on tag.tagger_run_id), not IN over every tag row: 12 ms -> well
+    # under 1 ms at 200,000 tags, and it is asked on every edit (bench P10).
+    has_tags = select(Tag.id).where(col(Tag.tagger_run_id) == col(TaggerRun.id)).exists()
     done = connection.execute(
         select(func.max(TaggerRun.id)).where(TaggerRun.status == "done", has_tags)
     ).scalar_one_or_none()
