@@ -625,13 +625,10 @@ class MainWindow(QMainWindow):
         if self.detail is not None:
             self.detail = self.review.clip_detail(self.detail.clip_id, self.annotator.id)
             self._show_detail()
-        row_key = getattr(command, "row_key", None)
-        if row_key is None:
+        if command is None:
             self.reload_rows()
-            return
-        clip_ids = [row_key[2]] if row_key[0] in ("category_label", "clip_label") else []
-        if clip_ids:
-            self.browser.update_rows(self.review.clip_rows(self.annotator.id, clip_ids))
+        elif command.clip_id is not None:
+            self.browser.update_rows(self.review.clip_rows(self.annotator.id, [command.clip_id]))
 
     # ------------------------------------------------------------------ misc
 

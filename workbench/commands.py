@@ -48,6 +48,12 @@ class Command(ABC):
     """One user edit. ``execute`` applies it (first time or redo), ``undo`` reverts it."""
 
     description: str = "edit"
+    # What the edit writes, for the stack's version checks and the views' refresh: the label row
+    # (None: no versioned row), its version as this command last left it, and the clip it
+    # touches (None: pool-wide, e.g. a forced polarity).
+    row_key: tuple[Any, ...] | None = None
+    version: int | None = None
+    clip_id: int | None = None
 
     def __init__(self) -> None:
         self.command_id = uuid.uuid4().hex
@@ -77,7 +83,7 @@ class _LabelCommand(Command):
         self.service = service
         self.values = dict(values)
         self.previous: dict[str, Any] | None = None
-        self.version: int | None = base_version
+        self.version = base_version
 
     @abstractmethod
     def _write(self, values: dict[str, Any], action: str, expected_version: int | None) -> LabelChange: ...
@@ -276,12 +282,12 @@ class CommandStack:
         Several commands of one stack may edit the same row (contribution, then effect): an undo
         or redo expects the version the stack's latest write left, not the one its own first
         write left. A new edit ("do") keeps the version the person saw."""
-        key = getattr(command, "row_key", None)
+        key = command.row_key
         if key is not None and action != "do" and key in self._row_versions:
-            command.version = self._row_versions[key]  # type: ignore[attr-defined]
+            command.version = self._row_versions[key]
         (command.undo if action == "undo" else command.execute)()
         if key is not None:
-            self._row_versions[key] = command.version  # type: ignore[attr-defined]
+            self._row_versions[key] = command.version
 
     def _run(self, command: Command, action: str) -> None:
         try:

@@ -53,11 +53,8 @@ class Settings:
 
         data = read_toml(path, "fix or delete the file")
         parsed = validate(_settings_model(), data, path)
-        known = parsed.model_dump(include=set(_KNOWN))
+        known = {name: getattr(parsed, name) for name in type(parsed).model_fields}
         return cls(**known, extra=dict(parsed.model_extra or {}))
-
-
-_KNOWN = ("version", "annotator", "default_db", "efficientat_dir", "ontology_path")
 
 
 @functools.lru_cache(maxsize=1)

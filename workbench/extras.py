@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import importlib.util
 
-from workbench.errors import AglwError
-
 # module -> (extra, what needs it). The store names its own extra (postgres): it sits below
 # this layer.
 EXTRAS = {
@@ -29,9 +27,3 @@ def has(module: str) -> bool:
         return importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):  # a module set to None in sys.modules (tests) counts as missing
         return False
-
-
-def require(module: str) -> None:
-    """Raise a one-line :class:`AglwError` naming the extra when ``module`` is missing."""
-    if not has(module):
-        raise AglwError(missing_extra_message(module))

@@ -19,6 +19,7 @@ both are reported, because guessing would put the wrong recording under a label.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -58,7 +59,14 @@ def _inside(path: Path, roots: Sequence[Path]) -> bool:
 
 
 def _resolved_roots(roots: Iterable[Path | str]) -> list[Path]:
-    return [Path(root).expanduser().resolve() for root in roots]
+    return list(_resolve_all(tuple(str(root) for root in roots)))
+
+
+@functools.lru_cache(maxsize=256)
+def _resolve_all(roots: tuple[str, ...]) -> tuple[Path, ...]:
+    # A pool's clips share a few roots: resolve each set once, not once per clip (100,000
+    # clips would cost 100,000 rounds of symlink lookups in `clips list` and `media link`).
+    return tuple(Path(root).expanduser().resolve() for root in roots)
 
 
 def clip_audio(key: str, audio_path: str | None, roots: Sequence[Path | str]) -> AudioStatus:
@@ -205,11 +213,10 @@ def link_media(store: Store, *, root: Path | str | None = None, dry_run: bool = 
     updates: dict[int, str] = {}
     new_roots: set[int] = set()
     for clip in clips:
-        roots = list(known.get(clip.dataset_id, []))
-        if extra is not None and extra not in _resolved_roots(roots):
-            roots.append(extra)
+        own = _resolved_roots(known.get(clip.dataset_id, []))
+        roots = own + ([extra] if extra is not None and extra not in own else [])
         status = clip_audio(clip.key, clip.audio_path, roots)
-        if status.ok and status.path is not None and _inside(status.path, _resolved_roots(known.get(clip.dataset_id, []))):
+        if status.ok and status.path is not None and _inside(status.path, own):
             report.already += 1
             continue
         index = indexes.get(tuple(roots))
@@ -227,7 +234,7 @@ def link_media(store: Store, *, root: Path | str | None = None, dry_run: bool = 
         updates[int(clip.id)] = relative  # type: ignore[arg-type]
         report.linked.append({"key": clip.key, "path": str(files[0]), "root": str(found_root),
                               "previous": clip.audio_path})
-        if extra is not None and found_root == extra and extra not in _resolved_roots(known.get(clip.dataset_id, [])):
+        if extra is not None and found_root == extra and extra not in own:
             new_roots.add(clip.dataset_id)
     report.added_roots = [{"dataset": datasets.get(d, str(d)), "path": str(extra)} for d in sorted(new_roots)]
     if dry_run or not (updates or new_roots):

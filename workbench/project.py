@@ -247,20 +247,22 @@ def clip_record(store: Store, key: str) -> dict[str, Any]:
         "tagger": None if tagger is None else {"run_id": tagger.id, "model": tagger.model_name},
         "tags": tags,
         "predictions": predictions,
-        "judgments": judgment_records(store, clip_key=key),
+        "judgments": judgment_records(store, clip_key=key, names=names),
         "clip_labels": clip_labels,
         "category_labels": category_labels,
     }
 
 
 def judgment_records(
-    store: Store, *, clip_key: str | None = None, judge: str | None = None, alm: str | None = None
+    store: Store, *, clip_key: str | None = None, judge: str | None = None, alm: str | None = None,
+    names: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
-    """The latest judgment of each judge per clip and ALM, with clip keys and category names."""
+    """The latest judgment of each judge per clip and ALM, with clip keys and category names
+    (``names``: already read by the caller; reading them parses the ontology)."""
     from workbench.labels import clip_id_for_key
 
     clip_ids = [clip_id_for_key(store, clip_key)] if clip_key else None
-    names = category_names(store)
+    names = category_names(store) if names is None else names
     with store.session() as s:
         judges = set(s.exec(select(JudgeRun.judge_name)))
         if judge is not None and judge not in judges:

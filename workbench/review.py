@@ -58,8 +58,9 @@ from storage.models import (
 )
 from workbench.errors import InputError
 from workbench.labels import clip_id_for_key
+from workbench.project import current_tagger_run, latest_judgments
+from workbench.speech import SPEECH_CLASS_ID as SPEECH_ID  # the one speech rule
 
-from workbench.speech import SPEECH_CLASS_ID as SPEECH_ID  # noqa: E402 - the one speech rule
 DEFAULT_TAU = 0.15
 DEFAULT_TOP_N = 10
 DEFAULT_THETA = 0.0
@@ -429,22 +430,8 @@ class ReviewService:
         return self._roots.get(audioset_id) or run_roots.get(audioset_id) or "unknown"
 
     @staticmethod
-    def _latest_tagger_run(s: Any) -> TaggerRun | None:
-        from workbench.project import current_tagger_run
-
-        return current_tagger_run(s)
-
-    @staticmethod
     def _latest_curation_run(s: Any) -> CurationRun | None:
         return s.exec(select(CurationRun).order_by(col(CurationRun.id).desc())).first()
-
-    @staticmethod
-    def _latest_judgments(
-        s: Any, clip_ids: Sequence[int] | None, *, per_alm: bool = False
-    ) -> list[tuple[Judgment, str, int | None]]:
-        from workbench.project import latest_judgments
-
-        return latest_judgments(s, clip_ids, per_alm=per_alm)
 
     # ------------------------------------------------------------------ browser rows
 
@@ -472,7 +459,7 @@ class ReviewService:
                         CurationClipResult.clip_id,
                     ))
                 }
-            tagger = self._latest_tagger_run(s)
+            tagger = current_tagger_run(s)
             speech_tag: dict[int, float] = {}
             if tagger is not None:
                 for clip_id, probability in s.exec(restricted(
@@ -483,7 +470,7 @@ class ReviewService:
                 )):
                     speech_tag[clip_id] = probability
             scores: dict[int, dict[str, list[int | None]]] = defaultdict(lambda: defaultdict(list))
-            for judgment, _name, _alm in self._latest_judgments(s, only):
+            for judgment, _name, _alm in latest_judgments(s, only):
                 if judgment.status == "ok":
                     scores[judgment.clip_id][judgment.category_id].append(judgment.contribution)
             decided: set[int] = set()
@@ -544,7 +531,7 @@ class ReviewService:
                 .where(Prediction.clip_id == clip_id)
                 .order_by(AlmRun.model)
             ).all()
-            tagger = self._latest_tagger_run(s)
+            tagger = current_tagger_run(s)
             tags: list[Tag] = []
             timelines: list[TagTimeline] = []
             run_names: dict[str, str] = {}
@@ -564,7 +551,7 @@ class ReviewService:
                 run_roots = dict((tagger.parameters or {}).get("class_roots", {}))
             params = (tagger.parameters or {}) if tagger else {}
             tau = float(params.get("tau", DEFAULT_TAU))
-            judgments = self._latest_judgments(s, [clip_id], per_alm=True)
+            judgments = latest_judgments(s, [clip_id], per_alm=True)
             curation = self._latest_curation_run(s)
             theta = float((curation.parameters or {}).get("theta", DEFAULT_THETA)) if curation else DEFAULT_THETA
             clip_result = None

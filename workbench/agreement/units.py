@@ -30,10 +30,10 @@ from storage.models import (
     Tag,
 )
 from workbench.errors import InputError
+from workbench.speech import SPEECH_CLASS_ID as SPEECH_CLASS
+from workbench.speech import is_speech_clip
 
 RATING_COLUMNS = ["clip_id", "clip_key", "category_id", "unit", "rater", "rater_kind", "label", "value"]
-from workbench.speech import SPEECH_CLASS_ID as SPEECH_CLASS  # noqa: E402 - the one speech rule
-from workbench.speech import is_speech_clip  # noqa: E402
 
 # label → (level of measurement, category domain); None = the observed values
 LABELS: dict[str, tuple[str, tuple | None]] = {

@@ -48,7 +48,6 @@ POLARITIES = ("P", "N", "neutral")
 FITTED_POLARITIES = ("P", "N", "neutral", "insufficient")
 ROLLUPS = ("leaf", "root")
 MIN_DECISIONS_FOR_THETA = 20
-from workbench.speech import SPEECH_CLASS_ID  # noqa: E402,F401 - the one speech rule
 
 
 @dataclass(frozen=True)

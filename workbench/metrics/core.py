@@ -11,7 +11,7 @@ import math
 import re
 from collections.abc import Callable
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -19,8 +19,7 @@ import pycountry
 from geographiclib.geodesic import Geodesic
 
 from workbench.metrics.continents import continent_of_iso
-
-from workbench.metrics.keys import METRIC_KEYS, PROFILES, Profile  # noqa: E402 - re-exported
+from workbench.metrics.keys import METRIC_KEYS, PROFILES, Profile  # re-exported: callers import them from here
 
 REFUSAL_STRINGS = frozenset(
     {"0", "-1", "", "null", "none", "n/a", "na", "unknown", "unable", "cannot", "0.0"}

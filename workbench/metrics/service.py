@@ -19,11 +19,12 @@ from workbench.metrics.core import (
     country_iso,
     normalize_continent_agl1k,
 )
+from workbench.speech import HUMAN_SOUNDS_THRESHOLD
 
 GroupBy = Literal["continent", "speech"]
 GROUP_BY_OPTIONS: tuple[str, ...] = ("continent", "speech")
 # AGL1K's published speech split: human_sounds alone, at the threshold of the one speech rule.
-from workbench.speech import HUMAN_SOUNDS_THRESHOLD as SPEECH_THRESHOLD  # noqa: E402
+SPEECH_THRESHOLD = HUMAN_SOUNDS_THRESHOLD
 SPEECH = "speech"
 NO_SPEECH = "no speech"
 NO_CLIP = "(no clip)"
