@@ -52,7 +52,17 @@ def _root(
     ctx.call_on_close(ctx.obj.close)
 
 
-for _module in (data_cmds, clips_cmds, label_cmds, audio_cmds, tagging_cmds, judge_cmds, curation_cmds, agreement_cmds, gui_cmds):
+for _module in (
+    data_cmds,
+    clips_cmds,
+    label_cmds,
+    audio_cmds,
+    tagging_cmds,
+    judge_cmds,
+    curation_cmds,
+    agreement_cmds,
+    gui_cmds,
+):
     _module.register(app)
 
 
