@@ -3,10 +3,16 @@
 Target: decode + spectrogram pyramid + waveform envelope + direction map in <= 3 x the
 decode-only time measured in the same run; a cached clip reopens in <= 50 ms.
 
+Target of issue 15: the full open ≤ 1.4 × decode-only.
+
 The full open is measured on the code path the application uses,
-:func:`workbench.audio.service.open_clip`: one decode, then the pyramid (written to a fresh,
-empty cache, as on a first open) and the direction map, side by side on two threads when the
-process has a second core, else one after the other (the other mode is printed too). The clip is
+:func:`workbench.audio.service.open_clip` (:func:`workbench.audio.opening.open_audio`, which
+the review window's worker calls too): one decode on a helper thread whose blocks feed the
+playback buffer, the pyramid (written to a fresh, empty cache, as on a first open) and the
+direction map as they arrive, the direction map on a third thread when the process has a
+second core (the other mode is printed too). For comparison, the path the review window took
+before issue 15 is timed as well: the pyramid streamed from the file, then a second decode for
+playback and the direction map on it. The clip is
 opened as ``binaural`` so that the direction map is the GCC-PHAT one (the detected ``stereo``
 layout only needs a level panorama; it is printed too). Decode-only and full-open runs alternate
 so that both see the same machine load; medians are reported.
@@ -49,7 +55,7 @@ def main(repeats: int = 5) -> int:
         return 0
     import soundfile as sf
 
-    from workbench.audio.direction import analyze_direction_samples, gcc_phat_frames
+    from workbench.audio.direction import analyze_samples, gcc_phat_frames
     from workbench.audio.loader import content_hash, load_audio
     from workbench.audio.service import open_clip
     from workbench.audio.spectrogram import SpectrogramParams, compute_pyramids
@@ -97,7 +103,7 @@ def main(repeats: int = 5) -> int:
     pyramid_s, _ = _median_time(lambda: compute_pyramids(audio, params), 3)
     gcc_s, _ = _median_time(lambda: gcc_phat_frames(left, right, audio.sample_rate), 3)
     direction_s, _ = _median_time(
-        lambda: analyze_direction_samples(audio.samples, audio.sample_rate, layout="binaural"), 3
+        lambda: analyze_samples(audio.samples, audio.sample_rate, layout="binaural"), 3
     )
 
     def sequential() -> None:
@@ -106,6 +112,15 @@ def main(repeats: int = 5) -> int:
         gcc_phat_frames(decoded.samples[:, 0], decoded.samples[:, 1], decoded.sample_rate)
 
     sequential_s, _ = _median_time(sequential, 3)
+
+    def two_decodes() -> None:
+        # The review window before issue 15: pyramid streamed from the file, then the playback
+        # decode and the direction map on it.
+        compute_pyramids(CLIP, params, use_cache=False)
+        decoded = load_audio(CLIP)
+        analyze_samples(decoded.samples, decoded.sample_rate, layout="binaural")
+
+    two_decodes_s, _ = _median_time(two_decodes, 3)
 
     with tempfile.TemporaryDirectory() as cache:
         cache_dir = Path(cache)
@@ -131,14 +146,17 @@ def main(repeats: int = 5) -> int:
     print(f"  direction map, analyze (binaural, + ILD):   {_ms(direction_s)} = {direction_s / decode_s:.2f} x decode-only")
     print(f"decode + pyramid + envelope + GCC-PHAT, one after the other: {_ms(sequential_s)} = "
           f"{sequential_s / decode_s:.2f} x decode-only")
+    print(f"before issue 15, review window: pyramid from the file, then decode again + direction: {_ms(two_decodes_s)} = "
+          f"{two_decodes_s / decode_s:.2f} x decode-only")
     print(f"full open, service.open_clip (binaural, GCC-PHAT; cold cache): {_ms(open_s)} = "
-          f"{open_s / decode_s:.2f} x decode-only (target <= 3 x)")
-    print(f"  ran side by side in {n_parallel} of {repeats} opens (side by side whenever the process has two cores); "
-          f"stages: decode {_ms(stage('decode'))}, pyramid + envelope + cache write {_ms(stage('pyramid'))}, "
-          f"direction {_ms(stage('direction'))}")
+          f"{open_s / decode_s:.2f} x decode-only (target <= 1.4 x; quality bar <= 3 x)")
+    print(f"  direction on its own thread in {n_parallel} of {repeats} opens (whenever the process has two cores); "
+          f"last block decoded at {_ms(stage('decode'))}; time in pyramid + envelope {_ms(stage('pyramid'))}, "
+          f"in direction {_ms(stage('direction'))}, hash + cache lookup {_ms(stage('hash'))}, "
+          f"cache write {_ms(stage('cache_write'))}")
     print(f"full open forced to the other mode ({'one thread' if n_parallel * 2 > repeats else 'side by side'}): "
           f"{_ms(other_mode_s)} = {other_mode_s / decode_s:.2f} x decode-only")
-    print(f"full open, detected layout ({stereo.direction['layout'] if stereo.direction else 'none'}: level panorama + ILD): "
+    print(f"full open, detected layout ({stereo.direction.layout if stereo.direction else 'none'}: level panorama + ILD): "
           f"{_ms(stereo_s)} = {stereo_s / decode_s:.2f} x decode-only")
     print(f"cached reopen of the pyramid, content hash known: {_ms(reopen_known_hash_s)} (target <= 50 ms)")
     print(f"cached reopen of the pyramid, hashing the file:   {_ms(reopen_with_hashing_s)}")

@@ -30,7 +30,7 @@ def main() -> int:
             os.environ.setdefault("AGLW_ONTOLOGY", str(SHARED / "audioset" / "ontology.json"))
         from storage import open_store
         from workbench.attribution.config import load_judges
-        from workbench.attribution.service import dry_run
+        from workbench.attribution.estimate import dry_run
         from workbench.importing.service import import_dataset, import_predictions
 
         store = open_store(Path(tmp) / "p9.sqlite")

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from cli.context import app_context, emit_json, progress_bar, show
+from cli.context import app_context, emit_json, run_task, show
 from workbench.errors import AglwError
+
+if TYPE_CHECKING:
+    from workbench.audio.direction import DirectionAnalysis
 
 
 def analyze_command(
@@ -80,10 +83,10 @@ def fetch_audio_command(
     context = app_context(ctx)
     keys = _parse_clip_keys(clips)
     store = context.store()
-    with progress_bar("fetching audio", None) as advance:
-        summary = fetch_dataset_audio(
-            store, keys, to, workers, url_template=url_template, progress=lambda _result: advance(), timeout=timeout
-        )
+    summary = run_task(
+        "fetching audio",
+        lambda task: fetch_dataset_audio(store, keys, to, workers, url_template=url_template, task=task, timeout=timeout),
+    ).value
     report = summary.as_dict()
     report["to"] = str(to.expanduser().resolve())
     if context.json:
@@ -108,31 +111,84 @@ def direction_command(
     spacing: Optional[float] = typer.Option(None, "--spacing", help="Microphone spacing in metres (needed for ab)."),
 ) -> None:
     """Direction analysis of one file: per-frame directions and the dominant directions."""
-    from workbench.audio.direction import analyze_direction, oclock, oclock_mirror
+    from workbench.audio.direction import analyze_file, oclock, oclock_mirror
 
-    result = analyze_direction(file, layout=layout, band=band, spacing_m=spacing)
+    analysis = analyze_file(file, layout=layout, band=band, spacing_m=spacing)
     if app_context(ctx).json:
-        emit_json(result)
+        emit_json(direction_json(analysis))
         return
-    frames = result["frames"]
-    last = frames[-1]["t"] if frames else 0.0
-    show(f"{file}: layout {result['layout']}, {len(frames)} frames of ~100 ms (last centred at {last:.1f} s)")
-    if not result["peaks"]:
+    frames = analysis.frames
+    last = float(frames.t[-1]) if len(frames.t) else 0.0
+    show(f"{file}: layout {analysis.layout}, {len(frames.t)} frames of ~100 ms (last centred at {last:.1f} s)")
+    if not analysis.peaks:
         show("  no dominant direction (silent or too short)")
-    for peak in result["peaks"]:
-        share = f"{100 * peak['weight']:.0f}% of the direct energy"
-        if "azimuth_deg" in peak:
+    for peak in analysis.peaks:
+        share = f"{100 * peak.weight:.0f}% of the direct energy"
+        if peak.azimuth_deg is not None:
             show(
-                f"  azimuth {peak['azimuth_deg']:.1f}° (+90 = left), elevation {peak['elevation_deg']:.1f}°, "
-                f"{oclock(peak['azimuth_deg'])} o'clock, {share}"
+                f"  azimuth {peak.azimuth_deg:.1f}° (+90 = left), elevation {peak.elevation_deg:.1f}°, "
+                f"{oclock(peak.azimuth_deg)} o'clock, {share}"
             )
-        elif peak["lateral_deg"] is not None:
-            hour = oclock(peak["lateral_deg"])
+        elif peak.lateral_deg is not None:
+            hour = oclock(peak.lateral_deg)
             mirror = oclock_mirror(hour)
             front_back = f"{hour} o'clock" + (f" or its mirror {mirror} o'clock" if mirror else "")
-            show(f"  lateral {peak['lateral_deg']:.1f}° (+ = left), {front_back}, {share}")
+            show(f"  lateral {peak.lateral_deg:.1f}° (+ = left), {front_back}, {share}")
         else:
-            show(f"  level panorama index {peak['panorama_index']:+.2f} (+1 = left; not an angle), {share}")
+            show(f"  level panorama index {peak.panorama_index:+.2f} (+1 = left; not an angle), {share}")
+
+
+def direction_json(analysis: DirectionAnalysis) -> dict[str, Any]:
+    """The ``aglw direction --json`` contract (cli.md) of an analysis.
+
+    ``layout``; ``frames``, one per ~100 ms: ``{t, azimuth_deg, elevation_deg, diffuseness,
+    oclock}`` for FOA, ``{t, lateral_deg, oclock, oclock_mirror, ild_db}`` for two channels
+    (for ``stereo``/``xy``/``ms`` the lateral angle is unknown (None) and each frame also
+    carries ``panorama_index``, a level position in [−1, 1], + = left); ``peaks``, the dominant
+    directions, ``{azimuth_deg, elevation_deg, weight}`` or ``{lateral_deg, weight}`` (plus
+    ``panorama_index`` for panorama layouts), weight being the peak's share of the direct
+    energy. Unknown values (silent frames) are None.
+    """
+    from workbench.audio.direction import finite_or_none as known
+    from workbench.audio.direction import oclock, oclock_mirror
+
+    frames = analysis.frames
+    if analysis.method == "foa":
+        rows: list[dict[str, Any]] = [
+            {
+                "t": float(t),
+                "azimuth_deg": known(azimuth),
+                "elevation_deg": known(elevation),
+                "diffuseness": known(psi),
+                "oclock": oclock(azimuth) if math.isfinite(azimuth) else None,
+            }
+            # Python floats (tolist) make these per-frame loops several times faster than numpy scalars.
+            for t, azimuth, elevation, psi in zip(
+                frames.t.tolist(), frames.azimuth_deg.tolist(), frames.elevation_deg.tolist(),  # type: ignore[union-attr]
+                frames.diffuseness.tolist(),  # type: ignore[union-attr]
+            )
+        ]
+        peaks = [{"azimuth_deg": p.azimuth_deg, "elevation_deg": p.elevation_deg, "weight": p.weight} for p in analysis.peaks]
+    elif analysis.method == "panorama":
+        rows = [
+            {"t": t, "lateral_deg": None, "oclock": None, "oclock_mirror": None, "ild_db": known(ild),
+             "panorama_index": known(index)}
+            for t, ild, index in zip(frames.t.tolist(), frames.ild_db.tolist(), frames.panorama_index.tolist())  # type: ignore[union-attr]
+        ]
+        peaks = [{"lateral_deg": None, "panorama_index": p.panorama_index, "weight": p.weight} for p in analysis.peaks]
+    else:
+        rows = []
+        for t, angle, ild in zip(frames.t.tolist(), frames.lateral_deg.tolist(), frames.ild_db.tolist()):  # type: ignore[union-attr]
+            hour = oclock(angle) if math.isfinite(angle) else None
+            rows.append({
+                "t": t,
+                "lateral_deg": known(angle),
+                "oclock": hour,
+                "oclock_mirror": oclock_mirror(hour) if hour is not None else None,
+                "ild_db": known(ild),
+            })
+        peaks = [{"lateral_deg": p.lateral_deg, "weight": p.weight} for p in analysis.peaks]
+    return {"layout": analysis.layout, "frames": rows, "peaks": peaks}
 
 
 def register(app: typer.Typer) -> None:

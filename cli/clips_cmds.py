@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 import typer
 
-from cli.context import app_context, emit_json, say, show
+from cli.context import app_context, emit_json, run_task, say, show
 
 clips_app = typer.Typer(help="List and show the clips of the project.")
 media_app = typer.Typer(help="Find the recordings of clips under the media roots.")
@@ -148,7 +148,8 @@ def media_link(
     from workbench.media import link_media
 
     app = app_context(ctx)
-    report = link_media(app.store(), root=root, dry_run=dry_run)
+    store = app.store()
+    report = run_task("linking media", lambda task: link_media(store, root=root, dry_run=dry_run, task=task)).value
     if app.json:
         emit_json(report.as_dict())
         return

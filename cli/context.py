@@ -1,18 +1,18 @@
-"""Shared plumbing for `aglw` commands: global options, the store, JSON output, progress."""
+"""Shared plumbing for `aglw` commands: global options, the store, JSON output, long jobs (:func:`run_task`)."""
 
 from __future__ import annotations
 
 import json
 import math
 import sys
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from workbench.config import Settings, default_db_location
@@ -20,6 +20,7 @@ from workbench.errors import AglwError
 
 if TYPE_CHECKING:
     from storage import Store
+    from workbench.tasks import TaskContext, TaskEvent, TaskResult
 
 
 def open_store(url: str) -> Store:
@@ -56,8 +57,6 @@ def require_project(db: str) -> str:
             f"only {' and '.join(CREATING_COMMANDS)} create a project"
         )
     return db
-
-T = TypeVar("T")
 
 stderr = Console(stderr=True, highlight=False)
 # Results go to stdout (cli.md): `aglw check locations > f` must fill f. Diagnostics use `say`.
@@ -158,9 +157,39 @@ def show(renderable: Any, *, min_width: int | None = None) -> None:
         stdout.print(renderable, **options)
 
 
-@contextmanager
-def progress_bar(description: str, total: int | None) -> Iterator[Any]:
-    """A rich progress bar on stderr; yields ``advance(n=1)``."""
+# Exit status of a command stopped by Ctrl-C (128 + SIGINT), as shells report it.
+EXIT_CANCELLED = 130
+# Failed items printed on stderr as they happen; the rest only in the command's result.
+MAX_FAILURE_LINES = 20
+
+
+def run_task(description: str, job: Callable[[TaskContext], Any]) -> TaskResult:
+    """Run a long job with one progress bar on stderr; the one CLI renderer of the task protocol.
+
+    The bar follows the job's :class:`~workbench.tasks.TaskContext` events; each failed item
+    is printed on stderr as it happens (``KEY: reason``) and notes as they come. Ctrl-C
+    cancels the job's token instead of killing it: the item in flight finishes and is
+    stored, then the command exits with status 130 and a one-line "run it again to resume"
+    (a second Ctrl-C stops at once).
+
+    Returns
+    -------
+    TaskResult
+        The finished job (status ``done``; items may have failed: see ``failures``).
+
+    Raises
+    ------
+    typer.Exit
+        Code 130 when cancelled.
+    Exception
+        The job's own error when it failed (the command reports it as any other error).
+    """
+    import signal
+    import threading
+
+    from workbench.tasks import TaskContext, run_task as run_job
+
+    context = TaskContext()
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -168,22 +197,52 @@ def progress_bar(description: str, total: int | None) -> Iterator[Any]:
         TimeRemainingColumn(),
         console=stderr,
         transient=False,
-        disable=not stderr.is_terminal and total is not None and total <= 1,
+        # A log file gets the failures and the result, not a bar redrawn per item.
+        disable=not stderr.is_terminal,
     )
-    with progress:
-        task = progress.add_task(description, total=total)
+    bar = progress.add_task(escape(description), total=None)
 
-        def advance(n: int = 1) -> None:
-            progress.advance(task, n)
+    shown_failures = 0
 
-        yield advance
+    def listen(event: TaskEvent) -> None:
+        nonlocal shown_failures
+        progress.update(bar, completed=event.done, total=event.total or None)
+        if event.kind == "item" and event.item is not None and not event.item.ok:
+            shown_failures += 1
+            # A pool can fail by the thousand; the result (and --json) lists every failure.
+            if shown_failures <= MAX_FAILURE_LINES:
+                progress.console.print(f"{event.item.key}: {event.item.error}", markup=False, highlight=False,
+                                       soft_wrap=True)
+            elif shown_failures == MAX_FAILURE_LINES + 1:
+                progress.console.print("further failures are not printed as they happen", markup=False,
+                                       highlight=False)
+        elif event.kind == "note":
+            progress.console.print(event.message, markup=False, highlight=False, soft_wrap=True)
 
+    context.subscribe(listen)
 
-def track(items: Iterable[T], description: str, total: int | None = None) -> Iterator[T]:
-    """Iterate with a progress bar on stderr."""
-    if total is None and hasattr(items, "__len__"):
-        total = len(items)  # type: ignore[arg-type]
-    with progress_bar(description, total) as advance:
-        for item in items:
-            yield item
-            advance()
+    def on_interrupt(_signum: int, _frame: Any) -> None:
+        context.cancel()
+        # A second Ctrl-C is the default one: stop at once (an open transaction is rolled back).
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        progress.console.print("stopping after the item in flight (Ctrl-C again to stop at once)",
+                               markup=False, highlight=False)
+
+    # Signal handlers can only be set from the main thread (a test runner may call from another);
+    # a process started with Ctrl-C ignored (a background job, nohup) keeps ignoring it.
+    handle_interrupt = (threading.current_thread() is threading.main_thread()
+                        and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN)
+    previous = signal.signal(signal.SIGINT, on_interrupt) if handle_interrupt else None
+    try:
+        with progress:
+            result = run_job(description, job, context)
+    finally:
+        if handle_interrupt:
+            # None: the earlier handler was not set from Python (an embedding host); leave the default.
+            signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
+    if result.status == "cancelled":
+        say(result.message)
+        raise typer.Exit(EXIT_CANCELLED)
+    if result.status == "failed":
+        raise result.error if result.error is not None else AglwError(result.message)
+    return result

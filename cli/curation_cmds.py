@@ -6,7 +6,7 @@ from typing import Any, Optional
 
 import typer
 
-from cli.context import app_context, emit_json, show
+from cli.context import app_context, emit_json, run_task, show
 from workbench.errors import AglwError
 
 export_app = typer.Typer(help="Export project data.", no_args_is_help=True)
@@ -77,11 +77,14 @@ def fit_command(
     # A typo in --what-if would preview a category nobody has: refused with the close ids.
     forced = {check_category_id(store, category, "--what-if"): value for category, value in forced.items()}
     roots_of, names = (_ontology_roll_up() if rollup == "root" else (None, category_names(store)))
-    result = service.fit(
-        store, params, alm_model=alm, preview=preview,
-        what_if=service.WhatIf(category_polarity=forced) if forced else None,
-        recalibrate_theta=recalibrate_theta, roots_of=roots_of, category_names=names,
-    )
+    result = run_task(
+        "fitting the curation model",
+        lambda task: service.fit(
+            store, params, alm_model=alm, preview=preview,
+            what_if=service.WhatIf(category_polarity=forced) if forced else None,
+            recalibrate_theta=recalibrate_theta, roots_of=roots_of, category_names=names, task=task,
+        ),
+    ).value
     if app.json:
         emit_json(result.to_json())
         return

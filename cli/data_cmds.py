@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from cli.context import app_context, emit_json, project_file_missing, say, show
+from cli.context import app_context, emit_json, project_file_missing, run_task, say, show
 from workbench.errors import AglwError
 from workbench.metrics.keys import METRIC_KEYS, PROFILES
 
@@ -69,10 +69,13 @@ def import_dataset_cmd(
     try:
         from workbench.importing import import_dataset
 
-        report = import_dataset(
-            app.store(create=True, dry_run=dry_run), file, format=format, name=name, media_root=media_root,
-            dry_run=dry_run,
-        )
+        store = app.store(create=True, dry_run=dry_run)
+        report = run_task(
+            f"importing {file.name}",
+            lambda task: import_dataset(
+                store, file, format=format, name=name, media_root=media_root, dry_run=dry_run, task=task
+            ),
+        ).value
     except BaseException:
         # All or nothing: a failed first import leaves no empty project file behind either.
         if new_file is not None:
@@ -101,15 +104,14 @@ def import_predictions_cmd(
     app = app_context(ctx)
     from workbench.importing import import_predictions
 
-    report = import_predictions(
-        app.store(dry_run=dry_run),
-        model,
-        file,
-        dry_run=dry_run,
-        skip_malformed=skip_malformed,
-        replace=replace,
-        dataset=dataset,
-    )
+    store = app.store(dry_run=dry_run)
+    report = run_task(
+        f"importing {file.name}",
+        lambda task: import_predictions(
+            store, model, file, dry_run=dry_run, skip_malformed=skip_malformed, replace=replace, dataset=dataset,
+            task=task,
+        ),
+    ).value
     _show_report(report, app.json)
 
 
@@ -170,7 +172,12 @@ def leaderboard_cmd(
 
     _check_choice(by, GROUP_BY_OPTIONS, "--by")
     app = app_context(ctx)
-    frame = leaderboard(app.store(), profile, by)  # type: ignore[arg-type]
+    store = app.store()
+    frame = leaderboard(store, profile, by)  # type: ignore[arg-type]
+    if by is None:
+        from workbench.studies.localizers import with_human_rows
+
+        frame = with_human_rows(frame, store, profile)  # people who guessed blind, scored alike
     if app.json:
         emit_json(frame.to_dict(orient="records"))
         return

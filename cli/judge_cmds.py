@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from cli.context import app_context, emit_json, progress_bar, say, show
+from cli.context import app_context, emit_json, run_task, say, show
 from workbench.errors import AglwError
 
 
@@ -56,7 +56,9 @@ def register(app: typer.Typer) -> None:
             return
         from workbench.attribution.config import load_judges
         from workbench.attribution.providers import ProviderCallError
-        from workbench.attribution.service import collect_batches, dry_run as estimate, run_judges
+        from workbench.attribution.batch import collect_batches
+        from workbench.attribution.estimate import dry_run as estimate
+        from workbench.attribution.runner import run_judges
 
         app_ctx = app_context(ctx)
         config = load_judges()
@@ -110,16 +112,19 @@ def register(app: typer.Typer) -> None:
             return
         try:
             if collect:
-                report = collect_batches(store, config, base_url=base_url)
+                report = run_task(
+                    "collecting batches", lambda task: collect_batches(store, config, base_url=base_url, task=task)
+                ).value
                 if not report.judges:
                     say("no submitted batches to collect")
             else:
-                with progress_bar("judging", None) as advance:
-                    report = run_judges(
+                report = run_task(
+                    "judging",
+                    lambda task: run_judges(
                         store, config, judge_names=judge_names, alm_model=alm, clip_keys=clip_keys, mode=mode,
-                        force=force, concurrency=concurrency, base_url=base_url,
-                        on_clip_done=lambda _judge, _clip, _ok: advance(),
-                    )
+                        force=force, concurrency=concurrency, base_url=base_url, task=task,
+                    ),
+                ).value
         except ProviderCallError as exc:
             # A fault outside one clip's request (model list, batch create or collect): the run
             # stops; every answer received before it is already stored.

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from cli.context import app_context, emit_json, progress_bar, say, show
+from cli.context import app_context, emit_json, run_task, say, show
 from workbench.errors import InputError
 
 # A summary lists this many failed clips; --json lists all.
@@ -34,9 +34,11 @@ def register(app: typer.Typer) -> None:
         ),
         model: str = typer.Option("mn10_as", "--model", help="Official EfficientAT AudioSet checkpoint name."),
         device: str = typer.Option("cpu", "--device", help="cpu or cuda."),
-        workers: int = typer.Option(2, "--workers", min=1, help="Decoding threads."),
+        workers: int = typer.Option(2, "--workers", min=1, help="Decoding threads (local) or tagger actors (ray)."),
         batch_size: int = typer.Option(16, "--batch-size", min=1, help="Windows per forward pass."),
         new_run: bool = typer.Option(False, "--new-run", help="Start a new run instead of resuming the latest one."),
+        engine: str = typer.Option("local", "--engine", help="local (this process) or ray (an actor pool; extra [scale])."),
+        ray_address: Optional[str] = typer.Option(None, "--ray-address", help="HOST:PORT of a running Ray cluster (default: start a local one)."),
     ) -> None:
         """Tag the project's clips with EfficientAT (resumable: finished clips are skipped)."""
         from workbench.tagging.assets import load_default_ontology, load_named_checkpoint, resolve_device
@@ -47,14 +49,9 @@ def register(app: typer.Typer) -> None:
         ontology = load_default_ontology()
         checkpoint = load_named_checkpoint(model, device="cpu")
         store = app.store()
-        bar: dict = {}
-
-        def start(total: int) -> None:
-            bar["cm"] = progress_bar(f"tagging with {checkpoint.name}", total)
-            bar["advance"] = bar["cm"].__enter__()
-
-        try:
-            summary = tag_clips(
+        summary = run_task(
+            f"tagging with {checkpoint.name}",
+            lambda task: tag_clips(
                 store,
                 checkpoint,
                 ontology.classes,
@@ -63,17 +60,17 @@ def register(app: typer.Typer) -> None:
                 workers=workers,
                 batch_size=batch_size,
                 fresh_run=new_run,
-                on_start=start,
-                progress=lambda n: bar["advance"](n),
-            )
-        finally:
-            if "cm" in bar:
-                bar["cm"].__exit__(None, None, None)
+                task=task,
+                engine=engine,
+                ray_address=ray_address,
+            ),
+        ).value
         payload = {
             "run_id": summary.run_id,
             "model": summary.model,
             "checkpoint_sha256": summary.checkpoint_sha256,
             "device": summary.device,
+            "engine": engine,
             "resumed": summary.resumed,
             "selected": summary.n_selected,
             "tagged": summary.n_tagged,

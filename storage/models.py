@@ -131,7 +131,23 @@ class Prediction(SQLModel, table=True):
     """One ALM result record, kept as written (raw predicted values are strings)."""
 
     __tablename__ = "prediction"
-    __table_args__ = (UniqueConstraint("alm_run_id", "question_id"),)
+    __table_args__ = (
+        UniqueConstraint("alm_run_id", "question_id"),
+        # Covering index of the leaderboard's read: rows hold long chain-of-thought text and the
+        # stored distance sits after it, so reading the table itself walks overflow pages.
+        Index(
+            "ix_prediction_metrics",
+            "alm_run_id",
+            "distance_error_km",
+            "refused",
+            "true_city",
+            "true_country",
+            "true_continent",
+            "predicted_city",
+            "predicted_country",
+            "predicted_continent",
+        ),
+    )
 
     id: Optional[int] = Field(default=None, primary_key=True)
     alm_run_id: int = Field(foreign_key="alm_run.id", index=True)
@@ -153,6 +169,11 @@ class Prediction(SQLModel, table=True):
     question: Optional[str] = _text()
     seed: Optional[int] = None
     line_no: Optional[int] = None
+    # Geodesic distance (km) between the record's true and predicted coordinates, computed once
+    # when the record is stored (workbench.importing.prediction_rows); NULL when undefined.
+    distance_error_km: Optional[float] = None
+    # Any predicted field is a refusal value (the leaderboard's reject rate), stored alongside.
+    refused: Optional[bool] = None
 
 
 # --------------------------------------------------------------------------- tagging
@@ -416,6 +437,193 @@ class Selection(SQLModel, table=True):
     parameters: Optional[dict] = _json()
     clip_ids: Optional[list] = _json()
     counts: Optional[dict] = _json()
+
+
+# --------------------------------------------------------------------------- running ALMs (issue 16)
+
+
+class AlmJob(SQLModel, table=True):
+    """One `aglw alm run`: a provider and model asked about a set of clips (answers filed under model NAME)."""
+
+    __tablename__ = "alm_job"
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    alm_run_id: int = Field(foreign_key="alm_run.id", index=True)
+    provider: str  # openai | openai-compatible | gemini | transformers
+    api_model: str
+    base_url: Optional[str] = None
+    prompt_version: str
+    options: Optional[dict] = _json()  # everything that enters the fingerprint besides the identity fields
+    seed: Optional[int] = None
+    samples: int = 1
+    status: str = "running"  # running | done | failed | cancelled
+    requested: int = 0
+    answered: int = 0
+    skipped_cached: int = 0
+    failed: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: Optional[float] = None
+    started_at: datetime = Field(default_factory=utcnow)
+    finished_at: Optional[datetime] = None
+
+
+class AlmAnswer(SQLModel, table=True):
+    """One reply of an ALM to one clip (every attempt that ended, failures too), stored when it arrives.
+
+    ``cache_key`` (fingerprint and sample number) is set only on the answer that a rerun reuses
+    instead of paying again; failed answers and answers superseded by ``--force`` leave it null.
+    """
+
+    __tablename__ = "alm_answer"
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    alm_job_id: int = Field(foreign_key="alm_job.id", index=True)
+    alm_run_id: int = Field(foreign_key="alm_run.id", index=True)
+    clip_id: Optional[int] = Field(default=None, foreign_key="clip.id", index=True)
+    clip_key: str
+    fingerprint: Optional[str] = Field(default=None, index=True)
+    sample: int = 0
+    cache_key: Optional[str] = Field(default=None, unique=True, index=True)
+    status: str  # ok | rejected | failed
+    reason: Optional[str] = _text()  # why rejected or failed
+    raw_output: Optional[str] = _text()
+    parsed: Optional[dict] = _json()
+    input_tokens: Optional[int] = None
+    output_tokens: Optional[int] = None
+    latency_s: Optional[float] = None
+    cost_usd: Optional[float] = None
+    attempts: int = 1
+    audio: Optional[dict] = _json()  # what was sent: bytes, sha256, format, transport (inline/files), seconds
+    prediction_id: Optional[int] = Field(default=None, foreign_key="prediction.id")
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+# --------------------------------------------------------------------------- spatial events (issue 17)
+
+
+class SpatialEvent(SQLModel, table=True):
+    """An expert's sound event: when, what and where (spatial-events.md).
+
+    A human label like the others: per annotator, versioned, every change in
+    ``label_history`` (entity ``spatial_event``). ``uid`` is the event's stable id (undo,
+    redo and exports address it); a deleted event keeps its row with ``deleted`` set so
+    that undoing the delete brings the same event back.
+    """
+
+    __tablename__ = "spatial_event"
+    __table_args__ = (Index("ix_spatial_event_clip_annotator", "clip_id", "annotator_id"),)
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    uid: str = Field(index=True, unique=True)
+    annotator_id: int = Field(foreign_key="annotator.id", index=True)
+    clip_id: int = Field(foreign_key="clip.id", index=True)
+    onset_s: float
+    offset_s: float
+    class_name: str
+    vocabulary: str = "starss23"  # starss23 | audioset | project
+    source_index: int = 0
+    direction_kind: str = "azel"  # azel (FOA: azimuth, elevation) | lateral (two-channel: lateral angle)
+    track: Optional[list] = _json()  # per 100 ms frame from the onset: [azimuth, elevation(, distance_cm)]
+    distance_cm: Optional[float] = None
+    front_back: Optional[str] = None  # front | back | undecided (two-channel clips only)
+    confidence: Optional[float] = None  # 0..1
+    note: Optional[str] = _text()
+    deleted: bool = False
+    version: int = 1
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+# --------------------------------------------------------------------------- studies (issue 18)
+
+
+class ErrorModeLabel(SQLModel, table=True):
+    """An expert's error modes for one ALM answer (AGL1K's taxonomy; workbench/studies/error_modes.py).
+
+    ``modes`` holds the chosen mode codes, sorted and comma-separated (None: no tag); ``note``
+    is required with ``other``. Edits go through the label history like every human label.
+    """
+
+    __tablename__ = "error_mode_label"
+    __table_args__ = (UniqueConstraint("annotator_id", "clip_id", "alm_run_id"),)
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    annotator_id: int = Field(foreign_key="annotator.id", index=True)
+    clip_id: int = Field(foreign_key="clip.id", index=True)
+    alm_run_id: int = Field(foreign_key="alm_run.id", index=True)
+    modes: Optional[str] = None
+    note: Optional[str] = _text()
+    version: int = 1
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class JudgeErrorMode(SQLModel, table=True):
+    """One LLM judge's error modes for one ALM answer (prompt ``error-modes-v1`` and later), every reply kept."""
+
+    __tablename__ = "judge_error_mode"
+    __table_args__ = (Index("ix_judge_error_mode_clip_alm", "clip_id", "alm_run_id"),)
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    judge_name: str = Field(index=True)
+    provider: str
+    model_id: str
+    prompt_version: str
+    clip_id: int = Field(foreign_key="clip.id")
+    alm_run_id: int = Field(foreign_key="alm_run.id")
+    fingerprint: str = Field(index=True)  # provider, model, prompt, rendered request: never sent twice
+    modes: Optional[str] = None  # sorted comma-separated codes; None when failed
+    note: Optional[str] = _text()
+    status: str = "ok"  # ok | failed
+    failure_reason: Optional[str] = _text()
+    raw_reply: Optional[str] = _text()
+    input_tokens: Optional[int] = None
+    output_tokens: Optional[int] = None
+    created_at: datetime = Field(default_factory=utcnow)
+
+class StudyPlan(SQLModel, table=True):
+    """A study's assignment of clips to annotators (workbench/studies/planning.py)."""
+
+    __tablename__ = "study_plan"
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    name: str = Field(index=True, unique=True)
+    overlap: int = 2  # every clip is seen by this many annotators
+    blind: bool = True  # judge output and other annotators' labels stay hidden until one has labelled
+    parameters: Optional[dict] = _json()  # seed, strata, clip selection
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class StudyAssignment(SQLModel, table=True):
+    """One clip assigned to one annotator in a plan, in the order the annotator sees it."""
+
+    __tablename__ = "study_assignment"
+    __table_args__ = (UniqueConstraint("plan_id", "annotator_id", "clip_id"),)
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    plan_id: int = Field(foreign_key="study_plan.id", index=True)
+    annotator_id: int = Field(foreign_key="annotator.id", index=True)
+    clip_id: int = Field(foreign_key="clip.id", index=True)
+    position: int = 0
+
+
+class HumanGuess(SQLModel, table=True):
+    """An annotator's blind guess of where a clip was recorded, with a confidence (humans as localizers)."""
+
+    __tablename__ = "human_guess"
+    __table_args__ = (UniqueConstraint("annotator_id", "clip_id"),)
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    annotator_id: int = Field(foreign_key="annotator.id", index=True)
+    clip_id: int = Field(foreign_key="clip.id", index=True)
+    latitude: Optional[float] = None
+    longitude: Optional[float] = None
+    confidence: Optional[float] = None  # 0..1
+    city: Optional[str] = None
+    country: Optional[str] = None
+    continent: Optional[str] = None
+    version: int = 1
+    updated_at: datetime = Field(default_factory=utcnow)
 
 
 ALL_TABLES = SQLModel.metadata

@@ -24,6 +24,9 @@ def _isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: p
     monkeypatch.setenv("AGLW_CACHE_DIR", str(base / "cache"))
     monkeypatch.delenv("AGLW_DB", raising=False)
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
 
 
 @pytest.fixture
@@ -89,3 +92,12 @@ def any_store(request: pytest.FixtureRequest, tmp_path: Path):  # type: ignore[n
         s = open_store(request.getfixturevalue("pg_url"))
     yield s
     s.dispose()
+
+
+@pytest.fixture(scope="session")
+def ray_instance():  # type: ignore[no-untyped-def]
+    """One local Ray instance (2 CPUs) for every Ray test of the session: it takes seconds to start."""
+    ray = pytest.importorskip("ray", reason="Ray is the [scale] extra (pip install 'agl-workbench[scale]')")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    yield ray
+    ray.shutdown()

@@ -8,8 +8,8 @@ the expert's pool-wide P / N / neutral for the category
 (:class:`~workbench.commands.SetCategoryPolarity`, curation-model.md section 4); every edit
 can be undone. In blind mode the judges' columns, the consensus, the run's polarity and the
 other experts' labels are hidden until the expert has entered their own labels
-(:func:`workbench.review.labels_entered`). The judges' columns are those of the ALM the
-detail was made for (:meth:`workbench.review.ClipDetail.for_alm`).
+(:func:`workbench.review.rules.labels_entered`). The judges' columns are those of the ALM the
+detail was made for (:meth:`workbench.review.views.ClipDetail.for_alm`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from PySide6.QtWidgets import QComboBox, QStyledItemDelegate, QTableView, QWidge
 
 from ui.evidence import plain_tooltip
 from workbench.labels import CONTRIBUTIONS, EFFECTS, POLARITIES
-from workbench.review import CategoryRow, ClipDetail, ExpertLabelView
+from workbench.review.views import CategoryRow, ClipDetail, ExpertLabelView
 
 CONTRIBUTION_TEXT = {0: "0 not used", 1: "1 minor", 2: "2 supporting", 3: "3 decisive"}
 EFFECT_SIGN = {"helped": "+", "misled": "−", "neutral": "="}

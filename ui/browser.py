@@ -35,7 +35,8 @@ from PySide6.QtWidgets import (
 )
 
 from ui.evidence import plain_tooltip
-from workbench.review import ClipRow, review_queue
+from workbench.review.rules import review_queue
+from workbench.review.views import ClipRow
 
 _Index = QModelIndex | QPersistentModelIndex
 COLUMNS = ("key", "country", "continent", "speech", "status", "disagreement", "localizability", "|l−θ|", "flags")
@@ -49,7 +50,7 @@ SEARCH_DELAY_MS = 150
 
 
 class ClipTableModel(QAbstractTableModel):
-    """Rows are :class:`workbench.review.ClipRow`; ``QUEUE_ROLE`` gives each row's queue position.
+    """Rows are :class:`workbench.review.views.ClipRow`; ``QUEUE_ROLE`` gives each row's queue position.
 
     The queue positions are computed by :meth:`set_rows` and :meth:`requeue` only, so
     refreshing the rows' values (:meth:`refresh_rows`) does not move a row in the queue.

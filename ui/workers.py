@@ -6,11 +6,12 @@ latest one asked for (the user moved on to another clip) is dropped. ``force_syn
 jobs inline so tests are deterministic; the asynchronous path uses a private QThreadPool
 that :meth:`AudioLoader.shutdown` cancels and joins.
 
-A job does the spectrogram first and hands it over at once (stage ``spectrogram``): nothing
-else — no playback decode, no direction analysis — runs before the first paint. The job then
-waits until the GUI says the spectrogram is on screen (:meth:`AudioLoader.resume`, at most
-:data:`RESUME_TIMEOUT_S`), so its decode does not compete with that paint for the CPU; then it
-decodes the file once for playback and analyses the direction on those same samples.
+A job decodes the file once: the blocks fill the playback buffer and feed the spectrogram
+pyramid and the direction analysis as they arrive. The spectrogram is handed over as soon as
+it is ready (stage ``spectrogram``), before the direction analysis ends; a cached one before
+the decode starts. The job then waits until the GUI says it is on screen
+(:meth:`AudioLoader.resume`, at most :data:`RESUME_TIMEOUT_S`), so a decode does not compete
+with that paint for the CPU and the rest never arrives before it.
 """
 
 from __future__ import annotations
@@ -23,13 +24,22 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, QRunnable, QThreadPool, Signal
 
+from workbench.audio.direction.view import (
+    HEATMAP_BINS,
+    DirectionImage,
+    direction_image,
+    no_direction_image,
+    unavailable_note,
+)
 from workbench.audio.spectrogram import SpectrogramParams, SpectrogramPyramid, WaveformEnvelope, background_thread
 from workbench.errors import AglwError
-from workbench.review import DirectionImage, direction_image
+
+if TYPE_CHECKING:
+    from workbench.audio.opening import OpenedAudio
 
 
 class Cancelled(Exception):
@@ -143,6 +153,19 @@ def file_digest(path: Path) -> str:
     return digest
 
 
+def _direction_view(request: AudioRequest, opened: OpenedAudio) -> DirectionImage:
+    """The direction view of an opened clip, or a note saying why there is none."""
+    if opened.direction is None:
+        n_channels = int(opened.audio.samples.shape[1])
+        note = unavailable_note(request.layout, n_channels, request.spacing_m)
+        return no_direction_image(note or f"No direction view: {opened.direction_note}")
+    try:
+        return direction_image(opened.direction)
+    except (AglwError, ValueError) as exc:
+        # The clip still plays; the direction view says what went wrong.
+        return no_direction_image(f"No direction view: {exc}")
+
+
 def load_clip_audio(
     request: AudioRequest,
     cancelled: threading.Event,
@@ -151,14 +174,16 @@ def load_clip_audio(
 ) -> AudioResult:
     """Compute what the player shows for one clip; raises Cancelled when asked to stop.
 
-    The spectrogram pyramid is read from (or written to) the disk cache straight from the
-    file, and handed to ``partial`` before the slower decode for playback and direction
-    analysis, so a cached clip paints at once. The file is then decoded once; playback and
-    the direction view share those samples. With ``resume``, the job waits for it to be set
-    (or :data:`RESUME_TIMEOUT_S`, or cancellation) after handing over the spectrogram.
+    The file is decoded once (:func:`workbench.audio.opening.open_audio`): its blocks fill
+    the playback buffer and feed the spectrogram pyramid and the direction analysis as they
+    arrive. The pyramid is handed to ``partial`` as soon as it is ready — at once when it is
+    in the disk cache, else right after the last block — before the direction analysis has
+    finished. With ``resume``, the job then waits for it to be set (the spectrogram is on
+    screen; at most :data:`RESUME_TIMEOUT_S`, or until cancelled) before it goes on: a cached
+    clip's decode does not compete with that paint, and the rest is never delivered before it.
     """
-    from workbench.audio.loader import load_audio
-    from workbench.audio.spectrogram import compute_pyramids, store_pyramids
+    from workbench.audio.opening import open_audio
+    from workbench.audio.spectrogram import cached_pyramids, store_pyramids
 
     def checkpoint() -> None:
         if cancelled.is_set():
@@ -167,38 +192,44 @@ def load_clip_audio(
     try:
         checkpoint()
         digest = request.content_hash or known_digest(request.path)
+        cached = cached_pyramids(digest, request.params) if digest is not None else None
         hashing: Future[str] | None = None
         if digest is None:
             # Never opened here with this size and mtime, so almost surely not cached: hash the
-            # file beside the transform instead of before it, then cache the result.
+            # file beside the decode instead of before it, then cache the result.
             hashing = background_thread("aglw-hash").submit(file_digest, request.path)
-        pyramid, envelope = compute_pyramids(request.path, request.params, content_hash=digest, write_behind=True,
-                                             use_cache=digest is not None)
+
+        def spectrogram_ready(pyramid: SpectrogramPyramid, envelope: WaveformEnvelope) -> None:
+            checkpoint()
+            if partial is not None:
+                partial(AudioResult(request.generation, request.clip_id, pyramid=pyramid, envelope=envelope,
+                                    stage="spectrogram"))
+            if cached is None:
+                try:
+                    key = digest if digest is not None else hashing.result()  # type: ignore[union-attr]
+                    store_pyramids(key, pyramid, envelope, write_behind=True)
+                except AglwError:
+                    pass  # the file went away after it was read: nothing to cache
+            if partial is not None and resume is not None:
+                # Until the spectrogram is on screen: a cached one's decode has not started yet
+                # and waits; a computed one's direction analysis goes on on its own thread.
+                resume.wait(RESUME_TIMEOUT_S)
+            checkpoint()
+
+        opened = open_audio(
+            request.path, layout=request.layout, spacing_m=request.spacing_m, params=request.params,
+            cached=cached, heatmap_bins=HEATMAP_BINS, spectrogram_first=True, on_spectrogram=spectrogram_ready,
+            check_cancel=checkpoint,
+        )
         checkpoint()
-        if partial is not None:
-            partial(AudioResult(request.generation, request.clip_id, pyramid=pyramid, envelope=envelope,
-                                stage="spectrogram"))
-        if hashing is not None:
-            try:
-                store_pyramids(hashing.result(), pyramid, envelope, write_behind=True)
-            except AglwError:
-                pass  # the file went away after it was read: nothing to cache
-        if partial is not None and resume is not None:
-            resume.wait(RESUME_TIMEOUT_S)
-        checkpoint()
-        audio = load_audio(request.path)
-        checkpoint()
-        try:
-            direction = direction_image(request.path, request.layout, audio.samples.shape[1],
-                                        spacing_m=request.spacing_m, audio=audio)
-        except (AglwError, ValueError) as exc:
-            # The clip still plays; the direction view says what went wrong.
-            direction = DirectionImage("none", None, 0.0, 0.0, (0.0, 1.0), "", f"No direction view: {exc}")
+        direction = _direction_view(request, opened)
         checkpoint()
     except AglwError as exc:
         return AudioResult(request.generation, request.clip_id, error=str(exc))
+    audio = opened.audio
     return AudioResult(
-        request.generation, request.clip_id, audio.samples, audio.sample_rate, pyramid, envelope, direction
+        request.generation, request.clip_id, audio.samples, audio.sample_rate, opened.pyramid, opened.envelope,
+        direction,
     )
 
 

@@ -158,6 +158,49 @@ class SetCategoryPolarity(_LabelCommand):
         )
 
 
+class SetErrorModes(_LabelCommand):
+    """Set an expert's error modes (AGL1K's taxonomy) and/or note on one ALM answer (clip × ALM run).
+
+    ``service`` is a :class:`workbench.studies.error_modes.ErrorModeService`; ``modes`` a list of
+    codes, None or [] to clear.
+    """
+
+    def __init__(
+        self, service: Any, annotator_id: int, clip_id: int, alm_run_id: int, base_version: int | None = None,
+        **values: Any,
+    ) -> None:
+        super().__init__(service, values, base_version)
+        self.annotator_id, self.clip_id, self.alm_run_id = annotator_id, clip_id, alm_run_id
+        self.row_key = ("error_mode_label", annotator_id, clip_id, alm_run_id)
+        shown = values.get("modes")
+        self.description = "set error modes " + (", ".join(shown) if shown else "none") if "modes" in values \
+            else "set error-mode note"
+
+    def _write(self, values: dict[str, Any], action: str, expected_version: int | None) -> LabelChange:
+        return self.service.set_error_modes(
+            self.annotator_id, self.clip_id, self.alm_run_id, command_id=self.command_id, action=action,
+            expected_version=expected_version, **values,
+        )
+
+
+class SetHumanGuess(_LabelCommand):
+    """Set an annotator's blind location guess of a clip (``latitude``, ``longitude``, ``confidence``...).
+
+    ``service`` is a :class:`workbench.studies.localizers.GuessService`.
+    """
+
+    def __init__(self, service: Any, annotator_id: int, clip_id: int, base_version: int | None = None,
+                 **values: Any) -> None:
+        super().__init__(service, values, base_version)
+        self.annotator_id, self.clip_id = annotator_id, clip_id
+        self.row_key = ("human_guess", annotator_id, clip_id)
+        self.description = "set location guess (" + ", ".join(values) + ")"
+
+    def _write(self, values: dict[str, Any], action: str, expected_version: int | None) -> LabelChange:
+        return self.service.set_guess(self.annotator_id, self.clip_id, command_id=self.command_id, action=action,
+                                      expected_version=expected_version, **values)
+
+
 class CommandStack:
     """Undo/redo history of executed commands plus the edits still waiting to be saved."""
 

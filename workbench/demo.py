@@ -53,7 +53,7 @@ from workbench.curation.model import (
     quality_flags,
 )
 from workbench.errors import InputError
-from workbench.metrics.core import prediction_error_km
+from workbench.metrics.distance import prediction_error_km
 
 DEMO_DATASET = "DEMO dataset (synthetic)"
 DEMO_ALM = "DEMO-ALM (synthetic reasoning)"
@@ -328,6 +328,7 @@ def create_demo_project(directory: str | Path, *, seed: int = 7, overwrite: bool
     try:
         # n_min = 1: four demo clips could never reach the default support of 5.
         curation_run_id = _write_project(store, media, audio_info, seed, FitParameters(n_min=1))
+        _write_demo_events(store, directory)
     finally:
         store.dispose()
     return DemoSummary(
@@ -338,6 +339,32 @@ def create_demo_project(directory: str | Path, *, seed: int = 7, overwrite: bool
         judges=DEMO_JUDGES,
         curation_run_id=curation_run_id,
     )
+
+
+# The FOA demo clip's bird circles once in DURATION_S from the front (counter-clockwise); a DEMO
+# expert marked four spans of it, a quarter turn apart, with the bird's track at 100 ms.
+DEMO_EVENT_ANNOTATOR = "DEMO expert (synthetic events)"
+DEMO_EVENT_CLASSES = ("Bird",)
+DEMO_EVENT_SPANS_S = ((0.5, 2.5), (3.5, 5.5), (6.5, 8.5), (9.5, 11.5))
+
+
+def _write_demo_events(store: Store, directory: Path) -> None:
+    """Sound events on the FOA demo clip (and ``demo_classes.txt``, the class list to export them with)."""
+    from workbench.events.model import SpatialEventData
+    from workbench.events.service import EventService
+    from workbench.labels import LabelService, clip_id_for_key
+
+    (directory / "demo_classes.txt").write_text("".join(c + "\n" for c in DEMO_EVENT_CLASSES), encoding="utf-8")
+    clip_id = clip_id_for_key(store, next(spec.key for spec in DEMO_CLIPS if spec.layout == "ambix"))
+    annotator = LabelService(store).ensure_annotator(DEMO_EVENT_ANNOTATOR)
+    events = []
+    for onset, offset in DEMO_EVENT_SPANS_S:
+        centres = np.arange(onset, offset - 1e-9, 0.1) + 0.05
+        azimuths = synth.moving_source_azimuth(centres, degrees_per_second=360.0 / DURATION_S)
+        track = tuple((float(round(a)), 0.0) for a in azimuths)
+        events.append(SpatialEventData(onset, offset, "Bird", track, vocabulary="audioset", confidence=1.0,
+                                       note="DEMO event (synthetic ground truth)"))
+    EventService(store).import_events(annotator.id, clip_id, events, source="demo")
 
 
 def _write_project(store: Store, media: Path, audio_info: dict, seed: int, params: FitParameters) -> int:
@@ -400,6 +427,7 @@ def _write_project(store: Store, media: Path, audio_info: dict, seed: int, param
                                  "spectral_flatness": metrics.spectral_flatness,
                                  "clipping_ratio": metrics.clipping_ratio, "aci": metrics.aci})
             p_city, p_country, p_continent, p_lat, p_lon = spec.predicted
+            error_km = prediction_error_km(spec.latitude, spec.longitude, p_lat, p_lon)
             s.add(Prediction(
                 alm_run_id=alm.id, clip_id=clip.id, question_id=spec.key, task_id="demo",
                 true_city=spec.city, true_country=spec.country, true_continent=spec.continent,
@@ -407,8 +435,8 @@ def _write_project(store: Store, media: Path, audio_info: dict, seed: int, param
                 predicted_city=p_city, predicted_country=p_country, predicted_continent=p_continent,
                 predicted_latitude=str(p_lat), predicted_longitude=str(p_lon),
                 reasoning=spec.reasoning, model_output=spec.reasoning, seed=seed,
+                distance_error_km=error_km,  # stored once, as the importers store it
             ))
-            error_km = prediction_error_km(spec.latitude, spec.longitude, p_lat, p_lon)
             error_rows[clip.id] = error_km
             n_seconds = int(DURATION_S)
             for category_id, probability in spec.tags.items():

@@ -12,6 +12,7 @@ import importlib.util
 # this layer.
 EXTRAS = {
     "pyarrow": ("parquet", "Parquet files"),
+    "sofar": ("spatial", "Reading head-related responses from SOFA files"),
 }
 
 

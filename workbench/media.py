@@ -32,6 +32,7 @@ from sqlmodel import select
 from storage import Store
 from storage.models import Clip, Dataset, MediaRoot
 from workbench.errors import InputError
+from workbench.tasks import TaskCancelled, TaskContext
 
 AUDIO_SUFFIXES = frozenset(
     {".mp3", ".wav", ".flac", ".ogg", ".oga", ".opus", ".m4a", ".aac", ".aif", ".aiff", ".wv", ".caf", ".w64"}
@@ -179,7 +180,9 @@ def dataset_roots(store: Store) -> dict[int, list[Path]]:
     return roots
 
 
-def link_media(store: Store, *, root: Path | str | None = None, dry_run: bool = False) -> LinkReport:
+def link_media(
+    store: Store, *, root: Path | str | None = None, dry_run: bool = False, task: TaskContext | None = None
+) -> LinkReport:
     """Find and record the audio of every clip that has none, or whose file is gone.
 
     Parameters
@@ -189,6 +192,10 @@ def link_media(store: Store, *, root: Path | str | None = None, dry_run: bool = 
         dataset that gets a clip linked from it (not on a dry run).
     dry_run
         Report what would be linked; write nothing.
+    task
+        Progress and cancel: each clip looked at is one item (a clip left missing or ambiguous
+        is listed in the report, not a failed item). A cancel stores the links found so far,
+        then raises :class:`~workbench.tasks.TaskCancelled`; linking again goes on from there.
 
     Raises
     ------
@@ -212,33 +219,54 @@ def link_media(store: Store, *, root: Path | str | None = None, dry_run: bool = 
     indexes: dict[tuple[Path, ...], MediaIndex] = {}
     updates: dict[int, str] = {}
     new_roots: set[int] = set()
+    task = task or TaskContext()
+    task.set_total(len(clips))
+    cancelled = False
     for clip in clips:
-        own = _resolved_roots(known.get(clip.dataset_id, []))
-        roots = own + ([extra] if extra is not None and extra not in own else [])
-        status = clip_audio(clip.key, clip.audio_path, roots)
-        if status.ok and status.path is not None and _inside(status.path, own):
-            report.already += 1
-            continue
-        index = indexes.get(tuple(roots))
-        if index is None:
-            index = indexes[tuple(roots)] = MediaIndex(roots)
-        files = index.find(clip.key, clip.mp3name, clip.audio_path)
-        if len(files) > 1:
-            report.ambiguous.append({"key": clip.key, "candidates": [str(p) for p in files]})
-            continue
-        if not files:
-            report.missing.append({"key": clip.key, "mp3name": clip.mp3name,
-                                   "last_known": str(status.path) if status.path else None})
-            continue
-        found_root, relative = index.relative(files[0])
-        updates[int(clip.id)] = relative  # type: ignore[arg-type]
-        report.linked.append({"key": clip.key, "path": str(files[0]), "root": str(found_root),
-                              "previous": clip.audio_path})
-        if extra is not None and found_root == extra and extra not in own:
-            new_roots.add(clip.dataset_id)
+        _link_one(clip, known, extra, indexes, report, updates, new_roots)
+        try:
+            task.item_done(clip.key)
+        except TaskCancelled:
+            # The links found so far are stored below; a later run skips those clips.
+            cancelled = True
+            break
     report.added_roots = [{"dataset": datasets.get(d, str(d)), "path": str(extra)} for d in sorted(new_roots)]
-    if dry_run or not (updates or new_roots):
-        return report
+    if not dry_run and (updates or new_roots):
+        _store_links(store, extra, updates, new_roots)
+    if cancelled:
+        raise TaskCancelled()
+    return report
+
+
+def _link_one(clip: Clip, known: dict[int, list[Path]], extra: Path | None, indexes: dict[tuple[Path, ...], MediaIndex],
+              report: LinkReport, updates: dict[int, str], new_roots: set[int]) -> None:
+    """Look for one clip's file and note the outcome in ``report`` (and ``updates``, ``new_roots``)."""
+    own = _resolved_roots(known.get(clip.dataset_id, []))
+    roots = own + ([extra] if extra is not None and extra not in own else [])
+    status = clip_audio(clip.key, clip.audio_path, roots)
+    if status.ok and status.path is not None and _inside(status.path, own):
+        report.already += 1
+        return
+    index = indexes.get(tuple(roots))
+    if index is None:
+        index = indexes[tuple(roots)] = MediaIndex(roots)
+    files = index.find(clip.key, clip.mp3name, clip.audio_path)
+    if len(files) > 1:
+        report.ambiguous.append({"key": clip.key, "candidates": [str(p) for p in files]})
+        return
+    if not files:
+        report.missing.append({"key": clip.key, "mp3name": clip.mp3name,
+                               "last_known": str(status.path) if status.path else None})
+        return
+    found_root, relative = index.relative(files[0])
+    updates[int(clip.id)] = relative  # type: ignore[arg-type]
+    report.linked.append({"key": clip.key, "path": str(files[0]), "root": str(found_root),
+                          "previous": clip.audio_path})
+    if extra is not None and found_root == extra and extra not in own:
+        new_roots.add(clip.dataset_id)
+
+
+def _store_links(store: Store, extra: Path | None, updates: dict[int, str], new_roots: set[int]) -> None:
     with store.write() as s:
         for dataset_id in new_roots:
             s.add(MediaRoot(dataset_id=dataset_id, path=str(extra)))
@@ -251,7 +279,6 @@ def link_media(store: Store, *, root: Path | str | None = None, dry_run: bool = 
                 row.content_hash = None
             row.audio_path = relative
             s.add(row)
-    return report
 
 
 def audio_statuses(store: Store, clip_ids: Iterable[int] | None = None) -> dict[int, AudioStatus]:

@@ -68,11 +68,20 @@ class TaskContext:
 
     # --- watching ---------------------------------------------------------------------
     def subscribe(self, listener: Listener) -> None:
+        """Call ``listener`` with every later event (in the job's thread)."""
         with self._lock:
             self._listeners.append(listener)
 
+    def unsubscribe(self, listener: Listener) -> None:
+        """Stop calling ``listener`` (absent listeners are ignored)."""
+        with self._lock:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
     def _emit(self, event: TaskEvent) -> None:
-        for listener in list(self._listeners):
+        with self._lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
             listener(event)
 
     # --- cancel token -------------------------------------------------------------------
@@ -131,6 +140,8 @@ class TaskResult:
     total: int
     failures: list[ItemOutcome] = field(default_factory=list)
     value: Any = None
+    # The exception a failed job raised, so a caller (the CLI) can report it in its own words.
+    error: BaseException | None = field(default=None, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -157,10 +168,11 @@ def run_task(name: str, job: Callable[[TaskContext], Any], context: TaskContext 
                           "everything finished so far is stored, run it again to resume",
                           context.done, context.total, list(context.failures))
     except AglwError as exc:
-        return TaskResult(name, "failed", f"{name}: {exc}", context.done, context.total, list(context.failures))
+        return TaskResult(name, "failed", f"{name}: {exc}", context.done, context.total, list(context.failures),
+                          error=exc)
     except Exception as exc:  # noqa: BLE001 - a job reports every failure instead of dying silently
         return TaskResult(name, "failed", f"{name}: {type(exc).__name__}: {exc}",
-                          context.done, context.total, list(context.failures))
+                          context.done, context.total, list(context.failures), error=exc)
     if summary is not None:
         message = summary(value)
     elif isinstance(value, str):

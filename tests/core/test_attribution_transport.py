@@ -11,7 +11,7 @@ from workbench.attribution.config import JudgeConfig
 from workbench.attribution.prompts import CategoryInput, ClipInput, load_template, render_clip_prompt
 from workbench.attribution.providers import AnthropicProvider, JudgeAuthError, JudgeRequest, ProviderCallError
 from workbench.attribution.schema import output_schema
-from workbench.attribution.service import judge_one_clip
+from workbench.attribution.runner import judge_one_clip
 
 KEY = "sk-ant-unit-test-key-0123456789abcdef"
 COT = "Swedish speech and a passing train suggest a Scandinavian station."

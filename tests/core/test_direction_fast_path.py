@@ -18,6 +18,8 @@ import scipy.signal
 import soundfile as sf
 
 from workbench.audio import direction, synth
+from workbench.audio.direction import pair
+from workbench.errors import InputError
 
 RATE = 48000
 
@@ -83,7 +85,7 @@ def test_frames_are_independent_of_the_chunking(monkeypatch: pytest.MonkeyPatch)
     left = synth.white_noise(int(2.05 * RATE), rng).astype(np.float32)
     right = np.roll(left, 5)
     _, whole = direction.gcc_phat_frames(left, right, RATE)
-    monkeypatch.setattr(direction, "_PAIR_CHUNK_FRAMES", 3)  # 20 frames in chunks of 3, the last short
+    monkeypatch.setattr(pair, "_PAIR_CHUNK_FRAMES", 3)  # 20 frames in chunks of 3, the last short
     _, chunked = direction.gcc_phat_frames(left, right, RATE)
     assert whole.size == 20
     np.testing.assert_allclose(chunked, whole, atol=1e-3 / RATE)
@@ -103,23 +105,42 @@ def test_analyze_samples_equals_analyze_file(tmp_path: Path) -> None:
     path = tmp_path / "binaural.wav"
     sf.write(path, samples, RATE, subtype="FLOAT")
     for layout in ("binaural", None, "ms"):
-        from_file = direction.analyze_direction(path, layout=layout)
-        from_samples = direction.analyze_direction_samples(samples, RATE, layout=layout, name=str(path))
+        from_file = direction.analyze_file(path, layout=layout)
+        from_samples = direction.analyze_samples(samples, RATE, layout=layout, name=str(path))
         assert from_samples == from_file
-    assert from_file["layout"] == "ms"
-    binaural = direction.analyze_direction_samples(samples, RATE, layout="binaural")
-    lateral = [frame["lateral_deg"] for frame in binaural["frames"]]
+    assert from_file.layout == "ms"
+    binaural = direction.analyze_samples(samples, RATE, layout="binaural")
+    lateral = binaural.frames.lateral_deg.tolist()
     assert len(lateral) == 30 and all(abs(value + 50.0) <= 2.0 for value in lateral)
+    # The comparison is a real one: another analysis is not equal.
+    assert binaural != direction.analyze_samples(samples[: RATE * 2], RATE, layout="binaural")
+
+
+def test_streaming_analyzer_does_not_depend_on_the_block_cuts() -> None:
+    rng = np.random.default_rng(9)
+    pair_samples = synth.woodworth_binaural(synth.white_noise(RATE * 2 + 777, rng), RATE, 25.0).astype(np.float32)
+    foa_samples = synth.encode_plane_wave(synth.white_noise(RATE * 2 + 777, rng), 30.0, 10.0).astype(np.float32)
+    for samples, layout in ((pair_samples, "binaural"), (pair_samples, "stereo"), (foa_samples, "ambix")):
+        whole = direction.analyze_samples(samples, RATE, layout=layout, heatmap_bins=72)
+        analyzer = direction.DirectionAnalyzer(RATE, samples.shape[1], layout=layout, heatmap_bins=72)
+        cuts = [0, 1, 1000, 4800 * 3 + 1, 50_000, samples.shape[0]]
+        for start, stop in zip(cuts[:-1], cuts[1:]):
+            analyzer.push(samples[start:stop])
+        streamed = analyzer.finish()
+        assert streamed.layout == layout and len(streamed.frames.t) > 10
+        for name in ("t", "energy"):
+            np.testing.assert_allclose(getattr(streamed.frames, name), getattr(whole.frames, name), rtol=1e-6)
+        assert [p.weight for p in streamed.peaks] == pytest.approx([p.weight for p in whole.peaks], rel=1e-6)
 
 
 def test_analyze_samples_refuses_mono_and_misshapen_input() -> None:
     mono = np.zeros((RATE, 1), dtype=np.float32)
     with pytest.raises(direction.NoDirectionInformation, match="clip.wav: mono clips"):
-        direction.analyze_direction_samples(mono, RATE, name="clip.wav")
+        direction.analyze_samples(mono, RATE, name="clip.wav")
     with pytest.raises(ValueError, match="frames, channels"):
-        direction.analyze_direction_samples(np.zeros(RATE), RATE)
-    with pytest.raises(direction.InputError, match="needs the microphone spacing"):
-        direction.analyze_direction_samples(np.zeros((RATE, 2), dtype=np.float32), RATE, layout="ab")
+        direction.analyze_samples(np.zeros(RATE), RATE)
+    with pytest.raises(InputError, match="needs the microphone spacing"):
+        direction.analyze_samples(np.zeros((RATE, 2), dtype=np.float32), RATE, layout="ab")
 
 
 @pytest.mark.parametrize(
@@ -138,7 +159,7 @@ def test_lag_window_equals_the_zero_padded_inverse_fft(
         full[:, -1] = full[:, -1].real
     correlation = np.fft.irfft(full, n=interp * n_fft)
     expected = np.concatenate([correlation[:, correlation.shape[1] - max_lag :], correlation[:, : max_lag + 1]], axis=1)
-    lags = direction._correlation_at_lags(full[:, first:stop].astype(np.complex64), n_fft, interp, first, max_lag)
+    lags = pair._correlation_at_lags(full[:, first:stop].astype(np.complex64), n_fft, interp, first, max_lag)
     assert lags.shape == (3, 2 * max_lag + 1)
     np.testing.assert_allclose(lags, expected, atol=2e-6 * np.abs(expected).max())
 

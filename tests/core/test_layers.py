@@ -27,7 +27,7 @@ def test_gui_and_cli_start_without_the_llm_sdk() -> None:
     """
     code = (
         "import sys\n"
-        "import ui.main_window, cli.main, workbench.attribution.service\n"
+        "import ui.main_window, cli.main, workbench.attribution.runner, workbench.attribution.batch\n"
         "heavy = sorted(m for m in ('anthropic', 'httpx2') if m in sys.modules)\n"
         "print(','.join(heavy) or 'none')\n"
         "from workbench.attribution.schema import output_schema\n"

@@ -207,3 +207,21 @@ def test_empty_records_give_nan_not_crash():
     m = compute_metrics(_synthetic_records().iloc[0:0], "agl1k")
     assert m["n"] == 0
     assert math.isnan(m["distance_error_km"]) and math.isnan(m["reject_rate"])
+
+
+def test_distance_error_equals_geographiclib_karney_everywhere() -> None:
+    """The stored distance uses PROJ's geodesic; it must equal geographiclib's (the definition of
+    data-and-metrics.md) on random pairs, identical points, poles, the antimeridian and near-antipodes."""
+    import numpy as np
+    from geographiclib.geodesic import Geodesic
+
+    from workbench.metrics.distance import prediction_error_km
+
+    rng = np.random.default_rng(7)
+    pairs = [tuple(row) for row in np.column_stack([rng.uniform(-90, 90, 500), rng.uniform(-180, 180, 500),
+                                                    rng.uniform(-90, 90, 500), rng.uniform(-180, 180, 500)])]
+    pairs += [(10.0, 20.0, 10.0, 20.0), (90.0, 10.0, -90.0, 10.0), (0.0, 179.9, 0.1, -179.9),
+              (0.0, 0.0, 0.5, 179.7), (-33.9, 18.4, 33.9, -161.6), (45.0, 0.0, -45.0, 179.999999)]
+    for lat1, lon1, lat2, lon2 in pairs:
+        expected = Geodesic.WGS84.Inverse(lat1, lon1, lat2, lon2, Geodesic.DISTANCE)["s12"] / 1000
+        assert prediction_error_km(lat1, lon1, lat2, lon2) == pytest.approx(expected, abs=1e-6), (lat1, lon1, lat2, lon2)

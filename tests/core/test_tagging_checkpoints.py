@@ -181,3 +181,19 @@ def test_ontology_download_and_local_paths(http_root: tuple[str, Path], tmp_path
     local_ontology.write_text("{broken", encoding="utf-8")
     with pytest.raises(InputError, match="not valid JSON"):
         load_default_ontology(show_progress=False)
+
+
+def test_download_with_progress_bar_and_known_hash(http_root: tuple[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """pooch drives the rich bar (total, update, reset, close) and checks the published hash."""
+    import hashlib
+
+    url, root = http_root
+    payload = bytes(range(256)) * 1024
+    (root / "model.bin").write_bytes(payload)
+    dest = tmp_path / "cache" / "model.bin"
+    expected = hashlib.sha256(payload).hexdigest()
+    assert download_file(url + "model.bin", dest, expected_sha256=expected.upper(), show_progress=True) == expected
+    assert dest.read_bytes() == payload and digest_file(dest).read_text().strip() == expected
+    assert capsys.readouterr().out == ""  # the bar and pooch's messages never reach stdout
+    dest.write_bytes(b"damaged")
+    assert download_file(url + "model.bin", dest, show_progress=False) == expected  # replaces a stale file

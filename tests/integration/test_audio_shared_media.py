@@ -67,3 +67,26 @@ def test_truncated_mp3_without_length_header_decodes_what_is_there(shared_dir: P
     assert 30.0 < audio.samples.shape[0] / audio.sample_rate < 40.0
     whole = load_audio(shared_dir / "media" / "agl1k_case4_berlin_blackbird.mp3", mono=True)
     assert whole.samples.shape[0] / whole.sample_rate == pytest.approx(140.4, abs=0.5)
+
+
+@pytest.mark.parametrize("name", ["agl1k_case2_essaouira.mp3", "agl1k_case4_berlin_blackbird.mp3"])
+def test_opening_a_real_clip_decodes_it_once(shared_dir: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """The Berlin MP3 has no Xing header (its header over-estimates the length): the one decode
+    must still end where the decoder ends, as the separate decodes did."""
+    from tests.support.decodes import count_decodes
+    from workbench.audio.direction import analyze_samples
+    from workbench.audio.opening import OPEN_BLOCK_FRAMES, open_audio
+
+    path = shared_dir / "media" / name
+    decodes = count_decodes(monkeypatch)
+    opened = open_audio(path, layout="binaural")
+    assert decodes.of(path) == 1
+    separate = load_audio(path)
+    np.testing.assert_array_equal(opened.audio.samples, separate.samples)
+    pyramid, envelope = compute_pyramids(path, SpectrogramParams(), use_cache=False)
+    for got, want in zip(opened.pyramid.levels, pyramid.levels):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(opened.envelope.maxs[0], envelope.maxs[0])
+    same_blocks = analyze_samples(separate.samples, separate.sample_rate, layout="binaural",
+                                  block_s=OPEN_BLOCK_FRAMES / separate.sample_rate)
+    assert opened.direction == same_blocks

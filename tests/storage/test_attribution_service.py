@@ -11,7 +11,9 @@ from storage.models import AlmRun, Clip, Dataset, JudgeCall, JudgeRun, Judgment,
 from workbench.attribution.config import load_judges
 from tests.support.fake_anthropic import FakeAnthropicAPI
 from workbench.attribution.providers import JudgeAuthError
-from workbench.attribution.service import collect_batches, dry_run, run_judges
+from workbench.attribution.batch import collect_batches
+from workbench.attribution.estimate import dry_run
+from workbench.attribution.runner import run_judges
 from workbench.errors import InputError
 from workbench.tagging.ontology import Ontology
 

@@ -17,6 +17,7 @@ from sqlmodel import select
 from storage.models import Clip, Dataset, MediaRoot
 from workbench.audio.fetch import FetchItem, fetch_audio, fetch_dataset_audio
 from workbench.errors import InputError
+from workbench.tasks import TaskContext
 
 
 def _wav_bytes(seconds: float = 1.0, seed: int = 0) -> bytes:
@@ -111,7 +112,8 @@ def test_downloads_resume_and_failures(server: _Server, tmp_path: Path) -> None:
         FetchItem("local", f"file://{tmp_path / 'plain.wav'}", tmp_path / "local.wav"),
     ]
     seen: list[str] = []
-    summary = fetch_audio(items, workers=3, timeout=5, progress=lambda r: seen.append(r.key))
+    task = TaskContext(lambda event: seen.append(event.item.key) if event.item else None)
+    summary = fetch_audio(items, workers=3, timeout=5, task=task)
     assert sorted(seen) == sorted(item.key for item in items)
     assert summary.downloaded == ["plain", "resumed", "restarted"]
     assert (tmp_path / "plain.wav").read_bytes() == good

@@ -118,7 +118,7 @@ def test_fetch_audio_cli_reports_failures(project, sqlite_path: Path, tmp_path: 
 
 def test_open_clip_decodes_once_and_matches_each_stage(tmp_path: Path) -> None:
     from workbench.audio import synth
-    from workbench.audio.direction import analyze_direction
+    from workbench.audio.direction import analyze_file
     from workbench.audio.service import open_clip
     from workbench.audio.spectrogram import SpectrogramParams, compute_pyramids
 
@@ -130,8 +130,8 @@ def test_open_clip_decodes_once_and_matches_each_stage(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     opened = open_clip(path, layout="binaural", params=params, cache_dir=cache)
     assert opened.audio.samples.shape == (rate * 3, 2) and opened.audio.sample_rate == rate
-    assert opened.direction == analyze_direction(path, layout="binaural")
-    assert all(abs(frame["lateral_deg"] - 35.0) <= 2.0 for frame in opened.direction["frames"])
+    assert opened.direction == analyze_file(path, layout="binaural")
+    assert all(abs(angle - 35.0) <= 2.0 for angle in opened.direction.frames.lateral_deg.tolist())
     expected, expected_envelope = compute_pyramids(opened.audio, params)
     assert len(opened.pyramid.levels) == len(expected.levels)
     for got, want in zip(opened.pyramid.levels, expected.levels):
@@ -160,7 +160,7 @@ def test_open_clip_without_direction_information(tmp_path: Path) -> None:
     refused = open_clip(stereo, layout="ab", cache_dir=tmp_path / "cache")
     assert refused.direction is None and "needs the microphone spacing" in refused.direction_note
     spaced = open_clip(stereo, layout="ab", spacing_m=0.3, cache_dir=tmp_path / "cache")
-    assert spaced.direction is not None and spaced.direction["layout"] == "ab"
+    assert spaced.direction is not None and spaced.direction.layout == "ab"
     with pytest.raises(AudioError, match="absent.wav"):
         open_clip(tmp_path / "absent.wav")
 

@@ -82,6 +82,7 @@ def commands(w: dict, run: str, api_url: str) -> dict[str, list[str]]:
         "fetch-audio": ["--clips", "DEMO-0001", "--to", str(out / "downloads"),
                         "--url-template", f"{w['source_url']}/{{key}}/{{mp3name}}"],
         "analyze": [str(w["tone"])],
+        "analyze-pool": ["--force", "--clips", "DEMO-0001,DEMO-0002"],
         "direction": [str(w["tone"]), "--layout", "binaural"],
         "tag": ["--model", "mn01_as", "--clips", "DEMO-0001"],
         "tag-file": [str(w["tone"]), "--model", "mn01_as", "--top", "2"],
@@ -102,6 +103,48 @@ def commands(w: dict, run: str, api_url: str) -> dict[str, list[str]]:
         "media link": ["--dry-run"],
         "judgments show": ["--clip", "DEMO-0002"],
         "check locations": [],
+        "alm run": ["--model", f"alm-run-{run}", "--provider", "openai-compatible", "--base-url", api_url,
+                    "--api-model", "fake-audio-model", "--clips", "DEMO-0001", "--dry-run"],
+        "export predictions": [str(out / "predictions.jsonl"), "--model", "DEMO-ALM (synthetic reasoning)"],
+        **_events_commands(out),
+        **_study_commands(out, api_url),
+    }
+
+
+def _study_commands(out: Path, api_url: str) -> dict[str, list[str]]:
+    """The `study` group (issue 18) on the demo project."""
+    alm = "DEMO-ALM (synthetic reasoning)"
+    return {
+        "study alt-test": ["--min-items", "5"],
+        "study sensitivity": ["--gamma", "500,1000", "--alpha", "0,0.05", "--theta", "0,0.5"],
+        "study error-mode": ["--clip", "DEMO-0001", "--alm", alm, "--modes", "bird_bias"],
+        "study error-modes": [],
+        "study judge-error-modes": ["--alm", alm, "--limit", "1", "--judges", "opus", "--base-url", api_url],
+        "study report": ["--out", str(out / "study-report"), "--bootstrap", "5"],
+        "study plan": ["--name", f"plan-{out.name}", "--annotators", "ana,ben", "--overlap", "1"],
+        "study progress": ["--out", str(out / "plan.csv")],
+        "study guess": ["--clip", "DEMO-0002", "--lat", "48.2", "--lon", "16.4", "--confidence", "0.5"],
+        "study localizers": [],
+    }
+
+
+def _events_commands(out: Path) -> dict[str, list[str]]:
+    """The `events` group on the demo's FOA clip (the import replaces the run before's)."""
+    events_csv = out / "DEMO-0004.csv"
+    events_csv.write_text("0,1,0,30,0\n1,1,0,32,0\n5,7,0,-90,10\n")
+    ref, pred = out / "seld_ref", out / "seld_pred"
+    ref.mkdir(exist_ok=True)
+    pred.mkdir(exist_ok=True)
+    (ref / "a.csv").write_text("0,1,0,30,0\n1,1,0,32,0\n12,1,0,32,0\n")
+    (pred / "a.csv").write_text("0,1,0,35,0\n1,1,0,30,0\n")
+    answers = out / "answers.jsonl"
+    answers.write_text("")
+    return {
+        "events import": [str(events_csv), "--replace"],
+        "events export": [str(out / "events_out.csv"), "--clip", "DEMO-0004"],
+        "events eval": ["--ref", str(ref), "--pred", str(pred)],
+        "events qa": ["--out", str(out / "qa.jsonl"), "--clips", "DEMO-0004"],
+        "events score-qa": ["--questions", str(out / "qa.jsonl"), "--answers", str(answers)],
     }
 
 
@@ -134,10 +177,13 @@ def test_every_command_is_listed_here() -> None:
 
 def _names() -> set[str]:
     return {
-        "import dataset", "import predictions", "metrics", "leaderboard", "fetch-audio", "analyze", "direction",
+        "import dataset", "import predictions", "metrics", "leaderboard", "fetch-audio", "analyze", "analyze-pool", "direction",
         "tag", "tag-file", "judge", "judge models", "label set", "label clip", "label polarity", "label history",
         "fit", "select", "export selection", "agreement", "screenshot", "demo", "clips list", "clips show",
-        "media link", "judgments show", "check locations",
+        "media link", "judgments show", "check locations", "alm run", "export predictions",
+        "events import", "events export", "events eval", "events qa", "events score-qa",
+        "study alt-test", "study sensitivity", "study error-mode", "study error-modes", "study judge-error-modes",
+        "study report", "study plan", "study progress", "study guess", "study localizers",
     }
 
 

@@ -13,7 +13,7 @@ from storage import open_store
 from storage.models import AlmRun, Clip, CurationClipResult, JudgeRun, TaggerRun
 from workbench.demo import create_demo_project
 from workbench.errors import InputError
-from workbench.review import ReviewService
+from workbench.review.service import ReviewService
 from workbench.timerefs import find_time_references
 
 

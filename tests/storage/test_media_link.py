@@ -120,7 +120,7 @@ def test_link_errors_are_one_line(project, tmp_path: Path, capsys) -> None:  # t
 
 def test_the_gui_tagging_and_cli_use_one_rule(project) -> None:  # type: ignore[no-untyped-def]
     """mp3name alone is not audio: the review view, tagging and `clips list` agree until linked."""
-    from workbench.review import ReviewService
+    from workbench.review.service import ReviewService
 
     store, _, media, _ = project
     _wav(media / "clip0.mp3")

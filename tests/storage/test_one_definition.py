@@ -5,10 +5,10 @@ from __future__ import annotations
 from sqlmodel import select
 
 from storage.models import AlmRun, Clip, Dataset, Prediction, Tag, TaggerRun
-from workbench.attribution.service import latest_tagger_run_id
+from workbench.attribution.inputs import latest_tagger_run_id
 from workbench.curation.inputs import gather_inputs
 from workbench.project import clip_record, current_tagger_run_id
-from workbench.review import ReviewService
+from workbench.review.service import ReviewService
 
 
 def _run(store, status: str, clip_id: int | None, probability: float) -> int:  # type: ignore[no-untyped-def]

@@ -18,13 +18,9 @@ from storage.models import (
     TaggerRun,
 )
 from workbench.labels import LabelService
-from workbench.review import (
-    ClipRow,
-    ReviewService,
-    judge_disagreement,
-    labels_entered,
-    review_queue,
-)
+from workbench.review.rules import judge_disagreement, labels_entered, review_queue
+from workbench.review.service import ReviewService
+from workbench.review.views import ClipRow
 
 
 def _row(clip_id: int, key: str, *, status: str = "unreviewed", disagreement=None, score=None) -> ClipRow:
@@ -187,7 +183,7 @@ def _peak_row_value(view):  # type: ignore[no-untyped-def]
 
 
 def test_ab_direction_view_needs_a_spacing_and_uses_it(direction_files) -> None:  # type: ignore[no-untyped-def]
-    from workbench.review import AB_NEEDS_SPACING, direction_image
+    from workbench.review.direction import AB_NEEDS_SPACING, direction_image
 
     path, lateral = direction_files["ab"]
     missing = direction_image(path, "ab", 2)
@@ -204,7 +200,7 @@ def test_direction_from_decoded_samples_equals_the_file_analysis(direction_files
     import numpy as np
 
     from workbench.audio.loader import load_audio
-    from workbench.review import direction_image
+    from workbench.review.direction import direction_image
 
     path, _ = direction_files["ambix" if layout in ("ambix", "fuma") else "stereo" if layout == "ms" else layout]
     audio = load_audio(path)
@@ -219,7 +215,7 @@ def test_direction_from_decoded_samples_equals_the_file_analysis(direction_files
 
 def test_direction_peaks_where_the_source_is(direction_files) -> None:  # type: ignore[no-untyped-def]
     from workbench.audio.loader import load_audio
-    from workbench.review import direction_image
+    from workbench.review.direction import direction_image
 
     for layout in ("binaural", "ambix"):
         path, where = direction_files[layout]
@@ -229,7 +225,7 @@ def test_direction_peaks_where_the_source_is(direction_files) -> None:  # type: 
 
 def test_ab_spacing_comes_from_the_configuration(monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
     from workbench.config import config_dir
-    from workbench.review import ab_spacing_from_config
+    from workbench.review.direction import ab_spacing_from_config
 
     assert ab_spacing_from_config() == (None, None)
     config = config_dir() / "config.toml"

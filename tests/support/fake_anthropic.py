@@ -252,6 +252,14 @@ class FakeAnthropicAPI:
         if behaviour == "missing_id" and verdicts:
             verdicts.pop()
         text = json.dumps({"categories": verdicts, "unlisted_cues": ["station announcement"]})
+        if "error-mode taxonomy" in system:
+            # the error-modes prompt (issue 18): modes read off the request, so tests can predict them
+            modes = ["bird_bias"] if "bird" in cot.lower() else []
+            modes += ["language_ambiguity"] if ("swedish" in cot.lower() or "speech" in cot.lower()) else []
+            modes = ["refusal"] if "(refusal)" in user else modes
+            text = json.dumps({"modes": modes or ["over_commitment"], "note": ""})
+            if behaviour == "unknown_id":
+                text = json.dumps({"modes": ["wild_guess"], "note": ""})
         stop = "end_turn"
         if behaviour == "bad_json":
             text = "Here is my analysis: the categories " + text[:40]

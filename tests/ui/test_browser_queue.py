@@ -10,7 +10,7 @@ from sqlmodel import select
 from storage.models import CurationClipResult
 from ui.browser import COLUMNS
 from workbench.labels import LabelService
-from workbench.review import ReviewService
+from workbench.review.service import ReviewService
 
 # The offscreen platform plugin reports this on every show(); it is not an application problem.
 pytestmark = pytest.mark.qt_log_ignore("does not support propagateSizeHints")

@@ -95,3 +95,35 @@ def test_fit_job_runs_in_a_worker_thread(qtbot, store) -> None:  # type: ignore[
         assert panel.running and not panel.start(fit_job(store, FitParameters()))
     assert ended.args[0] == "done" and ended.args[1].startswith("stored curation run 1:")
     assert not panel.running and panel.wait()
+
+
+def test_a_job_in_the_worker_thread_lists_failed_items_and_stops_on_cancel(qtbot, store) -> None:  # type: ignore[no-untyped-def]
+    import threading
+
+    from ui.cockpit.jobs import JobSpec
+
+    panel = JobsPanel(store)
+    qtbot.addWidget(panel)
+    third = threading.Event()
+    stored: list[str] = []
+
+    def run(task) -> str:  # type: ignore[no-untyped-def]
+        task.set_total(1000)
+        for item in range(1000):
+            stored.append(f"k{item}")
+            task.item_done(f"k{item}", item % 2 == 0, f"item {item} is odd")
+            if item == 2:
+                third.set()
+            threading.Event().wait(0.005)
+        return "all done"
+
+    with qtbot.waitSignal(panel.finished, timeout=20_000) as ended:
+        assert panel.start(JobSpec("count", run))
+        assert third.wait(10)
+        panel.cancel()
+    assert ended.args[0] == "cancelled" and "run it again to resume" in ended.args[1]
+    assert 3 <= len(stored) < 1000 and panel.last_result is not None
+    # every failure the job reported crossed to the GUI thread, in order
+    assert panel.error_rows() == [(f.key, f.error) for f in panel.last_result.failures]
+    assert panel.error_rows()[0] == ("k1", "item 1 is odd")
+    assert panel.bar.value() == len(stored) and panel.resume_button.isEnabled()

@@ -8,7 +8,7 @@ import pytest
 from storage.models import AlmRun, Clip, Dataset, Prediction
 from ui.cockpit.map_data import great_circle, outline_path
 from ui.cockpit.map_view import MapView
-from workbench.review import ReviewService
+from workbench.review.service import ReviewService
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from storage.models import AlmRun, JudgeRun, Judgment, Prediction
 from workbench.demo import DEMO_ALM, DEMO_JUDGES
 from workbench.labels import LabelService
 from workbench.metrics.core import prediction_error_km
-from workbench.review import ReviewService
+from workbench.review.service import ReviewService
 
 pytestmark = pytest.mark.qt_log_ignore("does not support propagateSizeHints")
 

@@ -11,7 +11,7 @@ from PySide6.QtGui import QCloseEvent
 
 from storage.models import Clip
 from workbench.labels import INTERACTIVE_WAIT_S, LabelService
-from workbench.review import ReviewService
+from workbench.review.service import ReviewService
 
 pytestmark = pytest.mark.qt_log_ignore("does not support propagateSizeHints")
 
@@ -311,7 +311,7 @@ def test_closing_with_a_job_running_asks_and_stops_it_keeping_what_was_done(make
         for item in range(10_000):
             stored.append(item)  # "stored" before the item is reported done
             started.set()
-            context.clip_finished(f"k{item}", True)
+            context.item_done(f"k{item}")
             threading.Event().wait(0.002)
         return "all done"
 

@@ -22,7 +22,8 @@ from sqlmodel import select
 
 from storage.models import AlmRun, Clip, Judgment
 from workbench.labels import LabelService
-from workbench.review import CategoryRow, ReviewService, TimelineView
+from workbench.review.service import ReviewService
+from workbench.review.views import CategoryRow, TimelineView
 
 # The offscreen platform plugin reports this on every show(); it is not an application problem.
 pytestmark = pytest.mark.qt_log_ignore("does not support propagateSizeHints")

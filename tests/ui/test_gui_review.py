@@ -12,7 +12,7 @@ from storage.models import Clip
 from ui.main_window import settings_path
 from workbench.audio.playback import PlayerState
 from workbench.labels import LabelService
-from workbench.review import ReviewService
+from workbench.review.service import ReviewService
 
 # The offscreen platform plugin reports this on every show(); it is not an application problem.
 pytestmark = pytest.mark.qt_log_ignore("does not support propagateSizeHints")
@@ -164,36 +164,40 @@ def test_fast_switching_never_shows_a_stale_clip(make_window, demo_store, qtbot)
 
 
 def test_closing_while_work_runs_cancels_cleanly(make_window, demo_store, qtbot, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """Close while the worker is inside the playback decode: the job stops at its next
-    checkpoint (no direction analysis, no result delivered) and the thread is joined."""
+    """Close while the worker is inside the decode: the job stops at its next checkpoint
+    (no direction view, no result delivered) and the threads are joined."""
     import threading
 
     import ui.workers
-    import workbench.audio.loader as loader_module
+    from workbench.audio.loader import DecodeStream
 
-    real_load = loader_module.load_audio
+    real_blocks = DecodeStream.blocks
     inside, release = threading.Event(), threading.Event()
     analysed: list[object] = []
 
-    def slow_load(path, *args, **kwargs):  # type: ignore[no-untyped-def]
-        inside.set()
-        release.wait(5.0)
-        return real_load(path, *args, **kwargs)
+    def slow_blocks(self):  # type: ignore[no-untyped-def]
+        for number, item in enumerate(real_blocks(self)):
+            yield item
+            if number == 0:
+                inside.set()
+                release.wait(5.0)
 
-    monkeypatch.setattr(loader_module, "load_audio", slow_load)
+    monkeypatch.setattr(DecodeStream, "blocks", slow_blocks)
     monkeypatch.setattr(ui.workers, "direction_image", lambda *a, **k: analysed.append(a))
     window = make_window(force_sync=False)
     delivered: list[str] = []
     window.loader.loaded.connect(lambda result: delivered.append(result.stage))
     window.open_clip(_clip_id(demo_store, "DEMO-0004"))
-    qtbot.waitUntil(inside.is_set, timeout=10_000)  # the job is decoding for playback now
-    threading.Timer(0.2, release.set).start()  # the decode ends while close() waits for the thread
+    qtbot.waitUntil(inside.is_set, timeout=10_000)  # the job is decoding now
+    threading.Timer(0.2, release.set).start()  # the decode goes on while close() waits for the thread
     window.close()
     assert not window.loader.busy
     assert window.loader._pool.activeThreadCount() == 0  # noqa: SLF001 - joined
     qtbot.wait(50)
-    assert analysed == [] and "complete" not in delivered  # stopped at the checkpoint after the decode
+    assert analysed == [] and delivered == []  # stopped at the checkpoint between blocks
     assert window.player_view.clip_id is None  # nothing was handed to the player
+    assert not any(thread.name.startswith("aglw-open") or thread.name == "aglw-decode-prefetch"
+                   for thread in threading.enumerate() if thread.is_alive())
 
 
 def _queue_by_rule(rows) -> list[str]:  # type: ignore[no-untyped-def]
@@ -448,44 +452,48 @@ def test_ab_clip_uses_the_configured_spacing(make_window, demo_store) -> None:  
     assert "spacing 0.25 m" in view.direction_note.textItem.toPlainText()
 
 
-def test_spectrogram_is_handed_over_before_the_playback_decode(monkeypatch, demo_store) -> None:  # type: ignore[no-untyped-def]
+def test_a_clip_open_decodes_its_file_once(monkeypatch, demo_store) -> None:  # type: ignore[no-untyped-def]
     import threading
 
     import workbench.audio.loader as loader
+    from tests.support.decodes import count_decodes
     from ui import workers
-    from workbench.audio.spectrogram import SpectrogramParams
+    from workbench.audio.direction import analyze_samples, direction_image
+    from workbench.audio.spectrogram import SpectrogramParams, compute_pyramids, wait_for_cache_writes
 
     detail = ReviewService(demo_store, {}, {}).clip_detail(_clip_id(demo_store, "DEMO-0004"))
     events: list[str] = []
-    real_load = loader.load_audio
     real_hash = loader.content_hash
-
-    def load(*args, **kwargs):  # type: ignore[no-untyped-def]
-        events.append("decode")
-        return real_load(*args, **kwargs)
 
     def digest(*args, **kwargs):  # type: ignore[no-untyped-def]
         events.append("hash")
         return real_hash(*args, **kwargs)
 
-    real_blocks = loader.iter_blocks
-
-    def blocks(*args, **kwargs):  # type: ignore[no-untyped-def]
-        events.append("re-read")  # the direction analysis reading the file again
-        return real_blocks(*args, **kwargs)
-
-    monkeypatch.setattr(loader, "load_audio", load)
     monkeypatch.setattr(loader, "content_hash", digest)
-    monkeypatch.setattr(loader, "iter_blocks", blocks)
     monkeypatch.setattr(workers, "_digest_memo", type(workers._digest_memo)())  # noqa: SLF001 - fresh memo
+    decodes = count_decodes(monkeypatch)
     request = workers.AudioRequest(1, detail.clip_id, detail.audio_path, detail.layout, SpectrogramParams())
     result = workers.load_clip_audio(request, threading.Event(), lambda partial: events.append(partial.stage))
     assert result.error is None and result.direction.kind == "azimuth"
-    # the spectrogram is handed over before the playback decode, which the direction view shares
-    assert events.count("hash") == 1 and events[events.index("spectrogram") + 1 :] == ["decode"]
+    # one decode fed the spectrogram (handed over first), the playback buffer and the direction view
+    assert decodes.of(detail.audio_path) == 1
+    assert events.count("hash") == 1 and events.count("spectrogram") == 1
+    # ... and they equal what separate decodes gave
+    separate = loader.load_audio(detail.audio_path)
+    np.testing.assert_array_equal(result.samples, separate.samples)
+    pyramid, _ = compute_pyramids(detail.audio_path, SpectrogramParams(), use_cache=False)
+    np.testing.assert_array_equal(result.pyramid.levels[0], pyramid.levels[0])
+    view = direction_image(analyze_samples(separate.samples, separate.sample_rate, layout=detail.layout,
+                                           heatmap_bins=72))
+    assert (view.kind, view.t0, view.t1, view.y_range) == (result.direction.kind, result.direction.t0,
+                                                            result.direction.t1, result.direction.y_range)
+    np.testing.assert_allclose(result.direction.image, view.image, rtol=1e-5, atol=1e-6)
+    wait_for_cache_writes()
     events.clear()
+    decodes.reset()
     workers.load_clip_audio(request, threading.Event(), lambda partial: events.append(partial.stage))
-    assert events == ["spectrogram", "decode"]  # cached pyramid; the file's hash is remembered (same size, mtime)
+    assert events == ["spectrogram"]  # cached pyramid; the file's hash is remembered (same size, mtime)
+    assert decodes.of(detail.audio_path) == 1  # the playback decode, which the direction view shares
     # the player shares the decoded samples instead of keeping a second copy
     from workbench.audio.playback import NullSink, Player
 
@@ -524,30 +532,39 @@ def test_run_gui_deletes_the_window_before_returning(monkeypatch, demo_db, qapp)
 
 
 def test_worker_waits_for_the_paint_before_decoding(demo_store, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A cached spectrogram is handed over first and the decode waits for its paint; a computed
+    one is handed over after the decode, and the rest waits for its paint."""
     import threading
     import time
 
-    import workbench.audio.loader as loader
     from ui import workers
-    from workbench.audio.spectrogram import SpectrogramParams
+    from workbench.audio.loader import DecodeStream
+    from workbench.audio.spectrogram import SpectrogramParams, wait_for_cache_writes
 
     detail = ReviewService(demo_store, {}, {}).clip_detail(_clip_id(demo_store, "DEMO-0002"))
     request = workers.AudioRequest(1, detail.clip_id, detail.audio_path, detail.layout, SpectrogramParams())
     resume, cancelled = threading.Event(), threading.Event()
     moments: dict[str, float] = {}
-    real_load = loader.load_audio
+    real_blocks = DecodeStream.blocks
 
-    def load(*args, **kwargs):  # type: ignore[no-untyped-def]
-        moments["decode"] = time.perf_counter()
-        return real_load(*args, **kwargs)
+    def blocks(self):  # type: ignore[no-untyped-def]
+        moments.setdefault("decode", time.perf_counter())
+        yield from real_blocks(self)
 
-    monkeypatch.setattr(loader, "load_audio", load)
+    monkeypatch.setattr(DecodeStream, "blocks", blocks)
 
     def partial(_result) -> None:  # type: ignore[no-untyped-def]
         moments["spectrogram"] = time.perf_counter()
         threading.Timer(0.2, lambda: (moments.setdefault("resumed", time.perf_counter()), resume.set())).start()
 
-    result = workers.load_clip_audio(request, cancelled, partial, resume)
+    first = workers.load_clip_audio(request, cancelled, partial, resume)  # not cached yet
+    moments["returned"] = time.perf_counter()
+    assert first.error is None
+    assert moments["decode"] < moments["spectrogram"] < moments["resumed"] <= moments["returned"]
+    wait_for_cache_writes()
+    moments.clear()
+    resume.clear()
+    result = workers.load_clip_audio(request, cancelled, partial, resume)  # cached now
     assert result.error is None
     assert moments["spectrogram"] < moments["resumed"] <= moments["decode"]
     # cancelled while it waits (what AudioLoader.cancel_all does): it stops without decoding

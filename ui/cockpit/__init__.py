@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QDockWidget, QScrollArea, QWidget
 
@@ -131,7 +131,26 @@ def install_cockpit(window: MainWindow, *, force_sync: bool = False) -> Cockpit:
         view.clipActivated.connect(open_key)
     window.clipShown.connect(lambda _clip_id: world.set_clip(window.detail))
     curation.runStored.connect(lambda _run: selection.refresh())
-    jobs.finished.connect(lambda _status, _message: cockpit.refresh())
+    # Answers, tags and judgments appear while a job runs, not only when it ends: the leaderboard
+    # and the shown clip are re-read at most every 2 s while items finish (an ALM run's answers
+    # reach the leaderboard and the review view's ALM chooser as they arrive).
+    live = QTimer(window)
+    live.setSingleShot(True)
+    live.setInterval(2000)
+
+    def live_refresh() -> None:
+        board.refresh()
+        window.refresh_detail()
+
+    live.timeout.connect(live_refresh)
+    jobs.clipFinished.connect(lambda *_: None if live.isActive() else live.start())
+
+    def job_ended(_status: str, _message: str) -> None:
+        live.stop()
+        cockpit.refresh()
+        window.refresh_detail()
+
+    jobs.finished.connect(job_ended)
 
     def start_judging() -> None:
         from workbench.attribution.config import load_judges
@@ -152,6 +171,13 @@ def install_cockpit(window: MainWindow, *, force_sync: bool = False) -> Cockpit:
     jobs.add_starter("Tag clips (mn10_as)", lambda: jobs.start(tag_job(store)))
     jobs.add_starter("Judge clips… (dry run first)", start_judging)
     jobs.add_starter("Fit curation model", start_fit)
+
+    def start_alm() -> None:
+        from ui.cockpit.alm_job import start_alm_run
+
+        start_alm_run(window, store, jobs, window.browser.visible_clip_ids)
+
+    jobs.add_starter("Ask an ALM… (estimate first)", start_alm)
 
     def refresh_all() -> None:
         window.reload_rows()

@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from storage import Store
-from ui.cockpit.jobs import JobContext, JobSpec, JobsPanel
+from ui.cockpit.jobs import JobSpec, JobsPanel
 from ui.cockpit.leaderboard_view import fill_table
 from workbench.agreement.analysis import compute_coefficients
 from workbench.agreement.report import summary_table
@@ -37,6 +37,7 @@ from workbench.agreement.service import export_agreement
 from workbench.agreement.units import load_ratings
 from workbench.config import cache_dir
 from workbench.errors import AglwError
+from workbench.tasks import TaskContext
 
 MAX_TABLE_ROWS = 500
 CURRENT_COLUMNS = ["section", "label", "rater_a", "rater_b", "coefficient", "value", "n_units", "n_raters", "reason"]
@@ -56,6 +57,10 @@ class AgreementView(QWidget):
         self.bootstrap.setValue(2000)
         self.run_button = QPushButton("Run export")
         self.run_button.clicked.connect(self.run_export)
+        # the study report (issue 18): alt-test, baselines, error modes, sensitivity as one HTML file
+        self.study_button = QPushButton("Write study report")
+        self.study_button.clicked.connect(self.run_study_report)
+        self._study_to: Path | None = None
         self.message = QLabel("")
         self.message.setTextFormat(Qt.TextFormat.PlainText)
         self.message.setWordWrap(True)
@@ -71,7 +76,8 @@ class AgreementView(QWidget):
         current_layout.addWidget(self.current_title)
         current_layout.addWidget(self.current, 1)
         row = QHBoxLayout()
-        for widget in (QLabel("Bundle folder"), self.folder, QLabel("Bootstrap B"), self.bootstrap, self.run_button):
+        for widget in (QLabel("Bundle folder"), self.folder, QLabel("Bootstrap B"), self.bootstrap, self.run_button,
+                       self.study_button):
             row.addWidget(widget)
         splitter = QSplitter(Qt.Orientation.Vertical)
         splitter.addWidget(current_box)
@@ -128,7 +134,7 @@ class AgreementView(QWidget):
         # The job keeps no reference to this view: the jobs panel holds the last job for "Resume",
         # and a view ↔ panel reference cycle would leave both widgets to the cyclic garbage
         # collector, which may run them down in a worker thread (a crash in Qt).
-        def run(context: JobContext) -> str:
+        def run(context: TaskContext) -> str:
             context.set_total(1)
             # the button replaces an earlier bundle in the folder (as --force does); any other
             # non-empty folder is refused and the job reports why
@@ -143,11 +149,37 @@ class AgreementView(QWidget):
             self._waiting = False
         return started
 
+    def run_study_report(self) -> bool:
+        """Write the study report (``aglw study report``) into ``<cache>/study-report`` as a job; its
+        tables open in tabs when it is done and the message names the HTML file."""
+        from workbench.studies.report import write_report
+
+        folder = cache_dir() / "study-report"
+        bootstrap = self.bootstrap.value()
+        store = self.store
+        self._study_to = folder
+
+        def run(context: TaskContext) -> str:
+            report = write_report(store, folder, bootstrap=bootstrap, replace=True, task=context)
+            return f"study report: {report.n_figures} figures, open {folder / 'report.html'} in a browser"
+
+        self._waiting = True
+        started = self.jobs.start(JobSpec("study report", run))
+        if not started:
+            self._waiting = False
+            self._study_to = None
+        return started
+
     def _job_finished(self, status: str, message: str) -> None:
         if not self._waiting:
             return
         self._waiting = False
         self.message.setText(message)
+        if self._study_to is not None:
+            study, self._study_to = self._study_to, None
+            if status == "done":
+                self.show_bundle(study / "tables")
+            return
         if status == "done" and self._exporting_to is not None:
             self.show_bundle(self._exporting_to)
 

@@ -1,12 +1,13 @@
 """Jobs panel: tagging, judging (dry-run cost first) and fitting, off the GUI thread.
 
-A job is a plain function ``run(context) -> str`` executed in a worker thread; it reports
-progress and per-clip outcomes through :class:`JobContext`, whose signals Qt queues to
-the GUI thread, so the window stays responsive. Cancelling sets a flag the job checks
-after every clip (the services call back once per clip): the clip in flight finishes
-and is stored, the rest is left for later. Resuming starts the same job again; the
-services skip what is already stored (tagging resumes its run, judging skips answered
-requests), so a resumed job does only the remaining work.
+A job is a plain function ``run(task) -> str`` executed in a worker thread. It reports
+through the one Qt-free task protocol (:class:`workbench.tasks.TaskContext`), the same
+object the CLI renders as a progress bar; a :class:`TaskBridge` re-emits its events as Qt
+signals, which Qt queues to the GUI thread, so the window stays responsive. Cancelling
+sets the context's token; the services check it after every stored item: the item in
+flight finishes and is stored, the rest is left for later. Resuming starts the same job
+again; the services skip what is already stored (tagging resumes its run, judging skips
+answered requests), so a resumed job does only the remaining work.
 
 ``force_sync`` runs the job inline in the GUI thread (deterministic tests), with the
 same signals.
@@ -14,7 +15,6 @@ same signals.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,92 +35,66 @@ from PySide6.QtWidgets import (
 
 
 from storage import Store
-from workbench.attribution import service as attribution_service
 from workbench.attribution.config import JudgesConfig
 from workbench.curation import service as curation_service
 from workbench.curation.model import FitParameters
-from workbench.errors import AglwError
 from workbench.tagging.ontology import Ontology
+from workbench.tasks import TaskContext, TaskEvent, TaskResult, run_task
 
 
-class JobCancelled(Exception):
-    """Raised inside a job when the user asked it to stop."""
-
-
-class JobContext(QObject):
-    """What a running job uses to report; thread-safe (signals are queued across threads).
+class TaskBridge(QObject):
+    """Re-emits a :class:`TaskContext`'s events as Qt signals (queued when the job runs in a worker).
 
     Signals
     -------
     progressed(int, int)
         Units done, total (total 0 = unknown).
-    clipFinished(str, bool, str)
-        Clip key, ok, error message ('' when ok).
+    itemFinished(str, bool, str)
+        Item key (a clip key for clip jobs), ok, error message ('' when ok).
+    noted(str)
+        A diagnostic line from the job.
     """
 
     progressed = Signal(int, int)
-    clipFinished = Signal(str, bool, str)
+    itemFinished = Signal(str, bool, str)
+    noted = Signal(str)
 
-    def __init__(self) -> None:
+    def __init__(self, context: TaskContext) -> None:
         super().__init__()
-        self.cancel_event = threading.Event()
-        self.done = 0
-        self.total = 0
+        self.context = context
+        context.subscribe(self._forward)
 
-    @property
-    def cancelled(self) -> bool:
-        return self.cancel_event.is_set()
+    def _forward(self, event: TaskEvent) -> None:
+        # Called in the job's thread; the signals cross to the GUI thread as queued events.
+        if event.kind == "note":
+            self.noted.emit(event.message)
+            return
+        if event.kind == "item" and event.item is not None:
+            self.itemFinished.emit(event.item.key, event.item.ok, event.item.error)
+        self.progressed.emit(event.done, event.total)
 
-    def check_cancel(self) -> None:
-        """Stop the job here when a cancel was requested."""
-        if self.cancel_event.is_set():
-            raise JobCancelled()
-
-    def set_total(self, total: int) -> None:
-        self.total = int(total)
-        self.progressed.emit(self.done, self.total)
-
-    def advance(self, units: int = 1) -> None:
-        self.done += int(units)
-        self.progressed.emit(self.done, self.total)
-
-    def clip_finished(self, key: str, ok: bool, error: str = "") -> None:
-        """One clip is done (stored); then honour a pending cancel."""
-        self.clipFinished.emit(key, ok, error)
-        self.advance(1)
-        self.check_cancel()
+    def detach(self) -> None:
+        """Stop forwarding (the job is over)."""
+        self.context.unsubscribe(self._forward)
 
 
 @dataclass(frozen=True)
 class JobSpec:
-    """A named, restartable job: ``run`` returns a one-line summary."""
+    """A named, restartable job: ``run`` reports through the task and returns a one-line summary."""
 
     name: str
-    run: Callable[[JobContext], str]
+    run: Callable[[TaskContext], str]
 
 
 class _Worker(QThread):
-    outcome = Signal(str, str)  # status (done | cancelled | failed), message
-
-    def __init__(self, spec: JobSpec, context: JobContext) -> None:
+    def __init__(self, spec: JobSpec, context: TaskContext) -> None:
         super().__init__()
         self.spec, self.context = spec, context
+        self.result: TaskResult | None = None
 
     def run(self) -> None:
-        self.outcome.emit(*execute_job(self.spec, self.context))
-
-
-def execute_job(spec: JobSpec, context: JobContext) -> tuple[str, str]:
-    """Run ``spec`` and classify the outcome as (status, message)."""
-    try:
-        message = spec.run(context)
-    except JobCancelled:
-        return "cancelled", f"{spec.name}: cancelled after {context.done} of {context.total or '?'}; resume to finish"
-    except AglwError as exc:
-        return "failed", f"{spec.name}: {exc}"
-    except Exception as exc:  # noqa: BLE001 - a job reports every failure instead of dying silently
-        return "failed", f"{spec.name}: {type(exc).__name__}: {exc}"
-    return "done", message
+        # Read by the GUI thread after `finished` (QThread's own signal), never while running.
+        self.result = run_task(self.spec.name, self.spec.run, self.context)
 
 
 class JobsPanel(QWidget):
@@ -131,7 +105,7 @@ class JobsPanel(QWidget):
     finished(str, str)
         Status (done | cancelled | failed) and message of the job that ended.
     clipFinished(str, bool, str)
-        A clip of the running job is done: key, ok, error.
+        An item (a clip) of the running job is done: key, ok, error.
     """
 
     finished = Signal(str, str)
@@ -144,7 +118,9 @@ class JobsPanel(QWidget):
         self.current: JobSpec | None = None
         self.last: JobSpec | None = None
         self.last_status: str | None = None
-        self.context: JobContext | None = None
+        self.last_result: TaskResult | None = None
+        self.context: TaskContext | None = None
+        self._bridge: TaskBridge | None = None
         self._worker: _Worker | None = None
         self._starters: list[QPushButton] = []
 
@@ -163,6 +139,7 @@ class JobsPanel(QWidget):
         self.status.setTextFormat(Qt.TextFormat.PlainText)
         self.errors = QTableWidget(0, 2)
         self.errors.setHorizontalHeaderLabels(["Clip", "Error"])
+        self.errors.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
         self.errors.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
         self.errors.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.buttons = QHBoxLayout()
@@ -199,27 +176,34 @@ class JobsPanel(QWidget):
             return False
         self.current = spec
         self.last = spec
-        self.context = JobContext()
-        self.context.progressed.connect(self._progressed)
-        self.context.clipFinished.connect(self._clip_finished)
+        self.context = TaskContext()
+        if self._bridge is not None:
+            self._bridge.detach()
+            self._bridge.deleteLater()
+        self._bridge = TaskBridge(self.context)
+        self._bridge.progressed.connect(self._progressed)
+        self._bridge.itemFinished.connect(self._clip_finished)
+        self._bridge.noted.connect(self.status.setText)
         self.title.setText(f"Running: {spec.name}")
         self.status.setText("")
         self.errors.setRowCount(0)
         self.bar.setRange(0, 0)
         self._set_busy(True)
         if self.force_sync:
-            self._ended(*execute_job(spec, self.context))
+            self._ended(run_task(spec.name, spec.run, self.context))
             return True
         self._worker = _Worker(spec, self.context)
-        self._worker.outcome.connect(self._ended)
+        # QThread.finished is emitted in the worker after run() returns and queued to this
+        # (GUI) thread behind every progress signal the job sent, so the panel sees them first.
+        self._worker.finished.connect(self._worker_finished)
         self._worker.start()
         return True
 
     def cancel(self) -> None:
         """Ask the running job to stop after the clip in flight."""
         if self.context is not None and self.running:
-            self.context.cancel_event.set()
-            self.status.setText("cancelling after the clip in flight…")
+            self.context.cancel()
+            self.status.setText("cancelling after the item in flight…")
 
     def resume(self) -> bool:
         """Start the last job again; the services skip the work already stored."""
@@ -264,10 +248,20 @@ class JobsPanel(QWidget):
         """The (clip key, error) rows shown."""
         return [(self.errors.item(r, 0).text(), self.errors.item(r, 1).text()) for r in range(self.errors.rowCount())]
 
-    def _ended(self, status: str, message: str) -> None:
+    def _worker_finished(self) -> None:
+        worker = self._worker
+        if worker is None or worker.result is None:  # pragma: no cover - run() always sets a result
+            return
+        self._ended(worker.result)
+
+    def _ended(self, result: TaskResult) -> None:
         spec = self.current
+        status, message = result.status, result.message
         self.current = None
         self.last_status = status
+        self.last_result = result
+        if self._bridge is not None:
+            self._bridge.detach()
         if self._worker is not None:
             self._worker.wait()
             self._worker.deleteLater()
@@ -294,10 +288,8 @@ def confirm(parent: QWidget, title: str, text: str) -> bool:
 def fit_job(store: Store, params: FitParameters, *, alm_model: str | None = None, created_by: int | None = None) -> JobSpec:
     """Fit and store a curation run."""
 
-    def run(context: JobContext) -> str:
-        context.set_total(1)
-        result = curation_service.fit(store, params, alm_model=alm_model, created_by=created_by)
-        context.advance(1)
+    def run(task: TaskContext) -> str:
+        result = curation_service.fit(store, params, alm_model=alm_model, created_by=created_by, task=task)
         summary = result.summary
         return (f"stored curation run {result.run_id}: {summary['n_candidates']} candidates of "
                 f"{summary['n_clips']} clips at θ = {summary['theta_used']:.4g}")
@@ -305,28 +297,17 @@ def fit_job(store: Store, params: FitParameters, *, alm_model: str | None = None
     return JobSpec("fit curation model", run)
 
 
-def _last_failure(store: Store, judge: str, clip_key: str) -> str:
-    from workbench.project import last_judge_failure
-
-    return f"{judge}: {last_judge_failure(store, judge, clip_key) or 'failed'}"
-
-
 def judge_job(store: Store, config: JudgesConfig, *, judge_names: list[str] | None = None,
               alm_model: str | None = None, clip_keys: list[str] | None = None, base_url: str | None = None,
               names: Ontology | None = None, concurrency: int = 1) -> JobSpec:
     """Judge the clips in sync mode; a rerun sends only what is not answered yet."""
 
-    def run(context: JobContext) -> str:
-        plan = attribution_service.dry_run(store, config, judge_names=judge_names, alm_model=alm_model,
-                                           clip_keys=clip_keys, base_url=base_url, names=names, count_tokens=False)
-        context.set_total(len(plan.clips))
+    def run(task: TaskContext) -> str:
+        from workbench.attribution.runner import run_judges
 
-        def clip_done(judge: str, key: str, ok: bool) -> None:
-            context.clip_finished(key, ok, "" if ok else _last_failure(store, judge, key))
-
-        report = attribution_service.run_judges(
+        report = run_judges(
             store, config, judge_names=judge_names, alm_model=alm_model, clip_keys=clip_keys, base_url=base_url,
-            names=names, concurrency=concurrency, on_clip_done=clip_done,
+            names=names, concurrency=concurrency, task=task,
         )
         ok = sum(j.ok for j in report.judges)
         failed = sum(j.failed for j in report.judges)
@@ -340,8 +321,10 @@ def judging_cost_text(store: Store, config: JudgesConfig, *, judge_names: list[s
                       alm_model: str | None = None, clip_keys: list[str] | None = None,
                       base_url: str | None = None, names: Ontology | None = None) -> str:
     """The dry-run figures shown before judging starts (nothing is sent)."""
-    report = attribution_service.dry_run(store, config, judge_names=judge_names, alm_model=alm_model,
-                                         clip_keys=clip_keys, base_url=base_url, names=names)
+    from workbench.attribution.estimate import dry_run
+
+    report = dry_run(store, config, judge_names=judge_names, alm_model=alm_model,
+                     clip_keys=clip_keys, base_url=base_url, names=names)
     totals = report.totals()
     lines = [f"Dry run ({report.method}), reference ALM {report.alm_model}:"]
     for judge, entry in sorted(totals["per_judge"].items()):
@@ -373,18 +356,11 @@ def tag_job(store: Store, model_name: str = "mn10_as", *, device: str = "cpu", w
         checkpoint = load_named_checkpoint(model_name, device=device, show_progress=False)
         return checkpoint, load_default_ontology(show_progress=False).classes
 
-    def run(context: JobContext) -> str:
+    def run(task: TaskContext) -> str:
         from workbench.tagging.service import tag_clips
 
         checkpoint, classes = (load_model or default_load)()
-        summary = tag_clips(
-            store, checkpoint, classes, device=device, workers=workers, on_start=context.set_total,
-            progress=context.advance, should_cancel=lambda: context.cancelled,
-        )
-        for failure in summary.failures:
-            context.clipFinished.emit(failure.key, False, failure.error)
-        if context.cancelled:
-            raise JobCancelled()
+        summary = tag_clips(store, checkpoint, classes, device=device, workers=workers, task=task)
         return (f"tagger run {summary.run_id}: {summary.n_tagged} tagged, {summary.n_skipped} done before, "
                 f"{len(summary.failures)} failed")
 

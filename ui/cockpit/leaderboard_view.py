@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QHeaderView, QLabel, QTabl
 
 from storage import Store
 from workbench.metrics.service import leaderboard
+from workbench.studies.localizers import with_human_rows
 
 
 def cell_text(value: object) -> str:
@@ -65,5 +66,8 @@ class LeaderboardView(QWidget):
         self.refresh()
 
     def refresh(self) -> None:
-        self.frame = leaderboard(self.store, self.profile.currentText(), by=self.by.currentData())  # type: ignore[arg-type]
+        profile, by = self.profile.currentText(), self.by.currentData()
+        self.frame = leaderboard(self.store, profile, by=by)  # type: ignore[arg-type]
+        if by is None:
+            self.frame = with_human_rows(self.frame, self.store, profile)  # blind human guesses, scored alike
         fill_table(self.table, self.frame)

@@ -260,11 +260,19 @@ def write_bundle(
     seed: int,
     reveal_annotators: bool,
     root_breakdown: bool,
+    extra_tables: dict[str, pd.DataFrame] | None = None,
 ) -> Manifest:
-    """Write every bundle file and ``manifest.json`` into ``out``; return the manifest."""
+    """Write every bundle file and ``manifest.json`` into ``out``; return the manifest.
+
+    ``extra_tables`` (name → table) are written as ``<name>.csv`` and listed in the manifest
+    (the studies' agreement on error modes).
+    """
     (out / "figures").mkdir(parents=True, exist_ok=True)
     long = long_table(data.ratings)
     files = _write_tables(out, long, coefficients)
+    for name, table in (extra_tables or {}).items():
+        table.to_csv(out / f"{name}.csv", index=False)
+        files.append(f"{name}.csv")
     retest_long = long_table(data.retest.drop(columns="judge_run_id").assign(
         rater=data.retest["rater"] + "@run" + data.retest["judge_run_id"].astype(str))) if not data.retest.empty else None
     if retest_long is not None:

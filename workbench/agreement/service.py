@@ -189,11 +189,29 @@ def export_agreement(
     coefficients = compute_coefficients(
         data.ratings, data.clips, category_roots=category_roots, bootstrap=bootstrap, seed=seed, retest=data.retest
     )
+    extra = _error_mode_tables(store, data)
     return write_bundle_into(
         out,
         lambda folder: write_bundle(
             folder, data, coefficients, bootstrap=bootstrap, seed=seed, reveal_annotators=reveal_annotators,
-            root_breakdown=category_roots is not None,
+            root_breakdown=category_roots is not None, extra_tables=extra,
         ),
         replace=replace,
     )
+
+
+def _error_mode_tables(store: Store, data) -> dict[str, pd.DataFrame]:  # type: ignore[no-untyped-def]
+    """Error-mode labels of experts and judges, their agreement per mode and the shares per ALM
+    (issue 18), when anyone tagged error modes; experts named as in the rest of the bundle."""
+    from workbench.studies import error_modes
+
+    table = error_modes.error_mode_table(store)
+    if table.empty:
+        return {}
+    names = {f"expert:{a['pseudonym']}": a["rater"] for a in data.annotators}
+    table["rater"] = table["rater"].map(lambda r: names.get(r, r))
+    return {
+        "error_modes_long": table,
+        "error_mode_agreement": error_modes.error_mode_agreement(table),
+        "error_mode_shares": error_modes.error_mode_shares(table, data.clips, "expert"),
+    }

@@ -1,6 +1,7 @@
-"""Downloading recordings: parallel, resumable, verified.
+"""Downloading recordings: parallel, resumable, verified, placed by pooch.
 
-Each file is downloaded to ``<dest>.part``. An interrupted download resumes with an HTTP
+Each file is downloaded to ``<dest>.part`` by a resuming pooch downloader, and pooch moves the
+finished file into place. An interrupted download resumes with an HTTP
 ``Range`` request when the server honours it (206), and starts over otherwise (200). A file is
 accepted only when its size matches the announced length (``Content-Length`` /
 ``Content-Range``) and libsndfile recognises it as audio; only then is it renamed to ``dest``.
@@ -12,15 +13,15 @@ from __future__ import annotations
 import logging
 import os
 import re
-import threading
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from collections.abc import Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from http.client import HTTPException
 from pathlib import Path
+from typing import Any
 
 from sqlmodel import select
 
@@ -28,6 +29,7 @@ from storage import Store
 from storage.models import Clip, MediaRoot
 from workbench.audio.loader import AudioError, audio_info, content_hash
 from workbench.errors import InputError
+from workbench.tasks import TaskCancelled, TaskContext
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +88,10 @@ class FetchSummary:
             "failures": self.failed,
             "bytes": sum(r.bytes for r in self.results),
         }
+
+
+# Further attempts after a lost connection; each resumes where the last one stopped.
+DEFAULT_RETRIES = 3
 
 
 class _DownloadFailed(Exception):
@@ -149,7 +155,45 @@ def _download_once(item: FetchItem, part: Path, timeout: float) -> tuple[int, bo
     return received, resumed
 
 
+class _GaveUp(Exception):
+    pass
+
+
+class _ResumingDownloader:
+    """A pooch downloader for one recording that resumes ``<dest>.part`` across attempts and runs.
+
+    pooch places the file (a temporary file moved to ``dest`` only when the downloader returns)
+    but cannot resume, and recordings are large: the transfer itself stays here. Each attempt
+    continues the ``.part`` file with a ``Range`` request; a complete file is checked as audio
+    and then handed to pooch.
+    """
+
+    def __init__(self, item: FetchItem, timeout: float, retries: int) -> None:
+        self.item, self.timeout, self.retries = item, timeout, retries
+        self.received, self.resumed = 0, False
+
+    def __call__(self, url: str, output_file: str, pooch: Any, check_only: bool = False) -> None:
+        part = _part_path(self.item.dest)
+        last_problem = ""
+        for _attempt in range(self.retries + 1):
+            try:
+                received, resumed = _download_once(self.item, part, self.timeout)
+            except _ConnectionLost as exc:
+                last_problem = str(exc)
+                self.received = part.stat().st_size if part.exists() else 0
+                continue
+            self.received += received
+            self.resumed = self.resumed or resumed
+            _verify_audio(part, self.item.key)
+            os.replace(part, output_file)
+            return
+        # The .part file stays so that the next run resumes.
+        raise _GaveUp(f"{last_problem} (gave up after {self.retries + 1} attempts; rerun to resume)")
+
+
 def _fetch_one(item: FetchItem, timeout: float, retries: int) -> FetchResult:
+    import pooch
+
     scheme = urllib.parse.urlsplit(item.url).scheme
     if scheme not in ("http", "https"):
         return FetchResult(item.key, "failed", item.dest, error=f"{item.url}: only http(s) URLs are fetched")
@@ -162,33 +206,23 @@ def _fetch_one(item: FetchItem, timeout: float, retries: int) -> FetchResult:
     part = _part_path(item.dest)
     try:
         item.dest.parent.mkdir(parents=True, exist_ok=True)
+        # pooch keeps an existing file when no hash is known; this one is not usable audio.
+        item.dest.unlink(missing_ok=True)
     except OSError as exc:
-        return FetchResult(item.key, "failed", item.dest, error=f"cannot create {item.dest.parent}: {exc}")
-    received_total, resumed_any = 0, False
-    last_problem = ""
-    for _attempt in range(retries + 1):
-        try:
-            received, resumed = _download_once(item, part, timeout)
-            received_total += received
-            resumed_any = resumed_any or resumed
-            _verify_audio(part, item.key)
-            os.replace(part, item.dest)
-            return FetchResult(
-                item.key, "downloaded", item.dest, received_total, resumed_any, content_hash=content_hash(item.dest)
-            )
-        except _ConnectionLost as exc:
-            last_problem = str(exc)
-            received_total = part.stat().st_size if part.exists() else 0
-            continue
-        except _DownloadFailed as exc:
-            part.unlink(missing_ok=True)
-            return FetchResult(item.key, "failed", item.dest, received_total, error=str(exc))
-        except OSError as exc:
-            return FetchResult(item.key, "failed", item.dest, received_total, error=f"{item.dest}: {exc}")
-    # The .part file stays so that the next run resumes.
+        return FetchResult(item.key, "failed", item.dest, error=f"cannot prepare {item.dest}: {exc}")
+    download = _ResumingDownloader(item, timeout, retries)
+    pooch.get_logger().setLevel(logging.WARNING)  # its "Downloading ..." lines are not ours to print
+    try:
+        pooch.retrieve(item.url, known_hash=None, fname=item.dest.name, path=item.dest.parent, downloader=download)
+    except _GaveUp as exc:
+        return FetchResult(item.key, "failed", item.dest, download.received, download.resumed, error=str(exc))
+    except _DownloadFailed as exc:
+        part.unlink(missing_ok=True)
+        return FetchResult(item.key, "failed", item.dest, download.received, error=str(exc))
+    except OSError as exc:
+        return FetchResult(item.key, "failed", item.dest, download.received, error=f"{item.dest}: {exc}")
     return FetchResult(
-        item.key, "failed", item.dest, received_total, resumed_any,
-        error=f"{last_problem} (gave up after {retries + 1} attempts; rerun to resume)",
+        item.key, "downloaded", item.dest, download.received, download.resumed, content_hash=content_hash(item.dest)
     )
 
 
@@ -196,9 +230,9 @@ def fetch_audio(
     items: Sequence[FetchItem],
     *,
     workers: int = 4,
-    progress: Callable[[FetchResult], None] | None = None,
+    task: TaskContext | None = None,
     timeout: float = 60.0,
-    retries: int = 3,
+    retries: int = DEFAULT_RETRIES,
 ) -> FetchSummary:
     """Download files in parallel, resuming partial downloads and verifying each.
 
@@ -208,8 +242,10 @@ def fetch_audio(
         What to fetch; a ``dest`` that already holds usable audio is left alone.
     workers
         Parallel downloads.
-    progress
-        Called (from worker threads, serialised) with each finished item's result.
+    task
+        Progress and cancel: each finished item (downloaded, present or failed) is one item. A
+        cancel lets the downloads in flight finish and starts no more (then raises
+        :class:`~workbench.tasks.TaskCancelled`); fetching again skips the files present.
     timeout
         Seconds of socket inactivity before an attempt counts as a lost connection.
     retries
@@ -220,19 +256,38 @@ def fetch_audio(
     FetchSummary
         One result per item, in the order of ``items``.
     """
+    summary, stopped = _fetch_many(items, workers, task or TaskContext(), timeout, retries)
+    if stopped:
+        raise TaskCancelled()
+    return summary
+
+
+def _fetch_many(
+    items: Sequence[FetchItem], workers: int, task: TaskContext, timeout: float, retries: int
+) -> tuple[FetchSummary, bool]:
+    """The items finished (in the order of ``items``) and whether a cancel stopped the rest."""
     if workers < 1:
         raise InputError("--workers must be at least 1")
+    task.set_total(task.total + len(items))
     results: dict[int, FetchResult] = {}
-    lock = threading.Lock()
+    queue = list(enumerate(items))
+    in_flight: dict[Future[FetchResult], int] = {}
+    stopping = False
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="aglw-fetch") as pool:
-        futures = {pool.submit(_fetch_one, item, timeout, retries): index for index, item in enumerate(items)}
-        for future in as_completed(futures):
-            result = future.result()
-            results[futures[future]] = result
-            if progress is not None:
-                with lock:
-                    progress(result)
-    return FetchSummary([results[index] for index in range(len(items))])
+        while in_flight or (queue and not stopping):
+            # Submitting lazily keeps at most `workers` downloads started, so a cancel is prompt.
+            while queue and not stopping and len(in_flight) < workers:
+                index, item = queue.pop(0)
+                in_flight[pool.submit(_fetch_one, item, timeout, retries)] = index
+            done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+            for future in done:
+                index = in_flight.pop(future)
+                result = results[index] = future.result()
+                try:
+                    task.item_done(result.key, result.status != "failed", result.error or "")
+                except TaskCancelled:
+                    stopping = True
+    return FetchSummary([results[index] for index in sorted(results)]), stopping
 
 
 _SAFE_NAME = re.compile(r"^[^/\\\x00]+$")
@@ -251,7 +306,7 @@ def fetch_dataset_audio(
     workers: int = 4,
     *,
     url_template: str = AGL1K_URL,
-    progress: Callable[[FetchResult], None] | None = None,
+    task: TaskContext | None = None,
     timeout: float = 60.0,
 ) -> FetchSummary:
     """Download the recordings of a project's clips and record where they are.
@@ -272,6 +327,9 @@ def fetch_dataset_audio(
         Parallel downloads.
     url_template
         ``str.format`` template with ``{key}`` and ``{mp3name}`` (URL-quoted).
+    task
+        Progress and cancel (see :func:`fetch_audio`); on a cancel the files fetched so far
+        are recorded before :class:`~workbench.tasks.TaskCancelled` is raised.
 
     Raises
     ------
@@ -306,7 +364,11 @@ def fetch_dataset_audio(
         url = url_template.format(key=urllib.parse.quote(key), mp3name=urllib.parse.quote(name))
         items.append(FetchItem(key=clip.key, url=url, dest=to_dir / key / name))
         clip_of_key[clip.key] = clip
-    summary = fetch_audio(items, workers=workers, progress=progress, timeout=timeout)
+    task = task or TaskContext()
+    task.set_total(len(missing_name))
+    for failure in missing_name:
+        task.item_done(failure.key, False, failure.error or "no mp3name")
+    summary, stopped = _fetch_many(items, workers, task, timeout, DEFAULT_RETRIES)
     fetched = [r for r in summary.results if r.status in ("downloaded", "present")]
     if fetched:
         with store.write() as s:
@@ -325,4 +387,6 @@ def fetch_dataset_audio(
                 clip.content_hash = result.content_hash
                 s.add(clip)
     summary.results.extend(missing_name)
+    if stopped:
+        raise TaskCancelled()
     return summary

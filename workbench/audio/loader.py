@@ -404,6 +404,138 @@ def iter_blocks(
         raise AudioError(_describe_decode_failure(path, exc)) from exc
 
 
+class DecodeStream:
+    """One decode of a file, block by block, into one sample buffer that becomes its :class:`AudioData`.
+
+    The blocks handed out are views of that buffer (no copy), so consumers that look at the
+    audio as it arrives (spectrogram, direction analysis) and the playback buffer share the
+    same samples and the file is read once. The decoder is read until it ends: a header whose
+    frame count is only an estimate (an MP3 without a Xing header) neither cuts the audio nor
+    leaves stale frames.
+
+    Parameters
+    ----------
+    path
+        The audio file (format detected from content).
+    block_frames
+        Frames per block (the last block may be shorter).
+
+    Raises
+    ------
+    AudioError
+        Unusable file (from the constructor, which probes the header), or a decode failure
+        or truncation found while reading (from :meth:`blocks`).
+    """
+
+    def __init__(self, path: str | Path, block_frames: int) -> None:
+        if block_frames < 1:
+            raise ValueError("block_frames must be at least 1")
+        self.path = Path(path)
+        self.block_frames = block_frames
+        self.info = audio_info(self.path)
+        self._buffer = np.zeros((0, self.info.n_channels), dtype=np.float32)
+        self._frames = 0
+        self._non_finite = 0
+        self._done = False
+
+    def _sanitize_in_place(self, block: np.ndarray) -> None:
+        finite = np.isfinite(block)
+        if not finite.all():
+            self._non_finite += int(block.size - np.count_nonzero(finite))
+            block[~finite] = np.float32(0.0)
+
+    def _grow(self, needed: int) -> None:
+        capacity = max(needed, 2 * self._buffer.shape[0])
+        grown = np.empty((capacity, self.info.n_channels), dtype=np.float32)
+        grown[: self._frames] = self._buffer[: self._frames]
+        self._buffer = grown
+
+    def blocks(self) -> Iterator[tuple[int, np.ndarray]]:
+        """Decode the file: yields each block's first frame and its float32 samples (frames, channels).
+
+        NaN/Inf samples are replaced by 0 (counted). Call once; :meth:`audio` then returns
+        everything that was decoded.
+        """
+        path, info = self.path, self.info
+        if info.format == "AUDIOREAD":
+            samples, _ = _decode_with_fallback(path)
+            self._buffer = np.ascontiguousarray(samples, dtype=np.float32)
+            self._sanitize_in_place(self._buffer)
+            self._frames = self._buffer.shape[0]
+            for start in range(0, self._frames, self.block_frames):
+                yield start, self._buffer[start : start + self.block_frames]
+            self._finish()
+            return
+        # Allocate the promised length up front only when the file can hold it (a corrupt
+        # header can promise billions of frames); otherwise grow as the decoder goes.
+        plausible = info.frames * info.n_channels * 4 <= max(64 * path.stat().st_size, _HASH_CHUNK)
+        self._buffer = np.empty((info.frames if plausible else self.block_frames, info.n_channels), dtype=np.float32)
+        try:
+            with sf.SoundFile(str(path)) as handle:
+                while True:
+                    room = self._buffer.shape[0] - self._frames
+                    if room > 0:
+                        wanted = min(self.block_frames, room)
+                        block = handle.read(frames=wanted, dtype="float32", always_2d=True,
+                                            out=self._buffer[self._frames : self._frames + wanted])
+                    else:
+                        # The header's length is used up: read on into a scratch block, kept
+                        # only if the decoder still has frames.
+                        wanted = self.block_frames
+                        scratch = handle.read(frames=wanted, dtype="float32", always_2d=True)
+                        if scratch.shape[0]:
+                            self._grow(self._frames + scratch.shape[0])
+                            block = self._buffer[self._frames : self._frames + scratch.shape[0]]
+                            block[:] = scratch
+                        else:
+                            block = scratch
+                    if block.shape[0] == 0:
+                        break
+                    self._sanitize_in_place(block)
+                    start = self._frames
+                    self._frames += block.shape[0]
+                    yield start, block
+                    if block.shape[0] < wanted:
+                        break  # the decoder ended
+        except (sf.LibsndfileError, RuntimeError, ValueError, MemoryError) as exc:
+            raise AudioError(_describe_decode_failure(path, exc)) from exc
+        self._finish()
+
+    def _finish(self) -> None:
+        path, info = self.path, self.info
+        decoded = self._frames
+        shortfall_s = (info.frames - decoded) / info.sample_rate
+        if shortfall_s > _TRUNCATION_TOLERANCE_S and info.format != "AUDIOREAD":
+            if _frame_count_is_exact(path, info):
+                raise AudioError(
+                    f"{path}: truncated — header promises {info.frames / info.sample_rate:.1f} s but only "
+                    f"{decoded / info.sample_rate:.1f} s decode; re-download or re-export it"
+                )
+            log.warning(
+                "%s: decodes to %.1f s where the MP3 length estimate was %.1f s (no Xing/Info header)",
+                path, decoded / info.sample_rate, info.frames / info.sample_rate,
+            )
+        if decoded == 0 and info.frames > 0:
+            raise AudioError(f"{path}: no audio frames could be decoded; re-download or re-export it")
+        if self._non_finite:
+            log.warning("%s: %d NaN/Inf samples replaced by 0", path, self._non_finite)
+        if self._buffer.shape[0] > decoded + decoded // 8 + self.block_frames:
+            # Far fewer frames than allocated (a generous length estimate): do not keep the slack.
+            self._buffer = self._buffer[:decoded].copy()
+        self._done = True
+
+    def audio(self) -> AudioData:
+        """Everything decoded, as :func:`load_audio` would return it (after :meth:`blocks` ended)."""
+        if not self._done:
+            raise RuntimeError("DecodeStream.audio() before its blocks were all read")
+        return AudioData(
+            samples=self._buffer[: self._frames],
+            sample_rate=self.info.sample_rate,
+            info=self.info,
+            non_finite_samples=self._non_finite,
+        )
+
+
 def resolve_media_path(relative_or_absolute: str | Path, media_roots: Sequence[Path]) -> Path:
     """Resolve a clip's path inside the configured media roots, refusing escapes.
 

@@ -246,6 +246,8 @@ class Player:
         self._matrix = np.ones((1, output_channels), dtype=np.float32)
         self._state = PlayerState.EMPTY
         self._output_problem: str | None = None
+        # Replaces the mix when set (e.g. FOA decoded to binaural with a yaw): block -> (frames, outputs).
+        self._processor: Callable[[np.ndarray], np.ndarray] | None = None
 
     # ------------------------------------------------------------------ loading
     def load(self, samples: np.ndarray, sample_rate: int, layout: str | None = None) -> None:
@@ -418,8 +420,19 @@ class Player:
         if not 0 <= channel < self._samples.shape[1]:
             raise PlaybackError(f"channel {channel} does not exist (the clip has {self._samples.shape[1]})")
 
+    def set_processor(self, processor: Callable[[np.ndarray], np.ndarray] | None) -> None:
+        """Render blocks through ``processor`` instead of the channel mix (None: back to the mix).
+
+        Called on the audio thread with each block of the clip (frames, channels); it must
+        return float samples shaped (frames, output channels). Solo and mute still bypass it.
+        """
+        with self._lock:
+            self._processor = processor
+
     # ------------------------------------------------------------------ rendering
     def _mix(self, block: np.ndarray) -> np.ndarray:
+        if self._processor is not None and self._solo is None and not self._muted:
+            return np.asarray(self._processor(block), dtype=np.float32)
         if self._solo is not None:
             return np.repeat(block[:, self._solo : self._solo + 1], self.output_channels, axis=1)
         if self._muted:

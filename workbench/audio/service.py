@@ -1,13 +1,12 @@
 """Audio services: analyse a file, analyse a stored clip (storing its properties and quality),
-open a clip for review (decode once; spectrogram pyramid and direction map side by side)."""
+open a clip for review (one decode feeds the spectrogram pyramid, the direction map and playback)."""
 
 from __future__ import annotations
 
 import os
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +14,9 @@ from sqlmodel import select
 
 from storage import Store
 from storage.models import Clip, ClipQuality, MediaRoot
-from workbench.audio.direction import analyze_direction_samples
 from workbench.audio.layout import detect_layout
-from workbench.audio.loader import AudioData, AudioError, content_hash, load_audio
+from workbench.audio.loader import AudioError, content_hash, load_audio
+from workbench.audio.opening import OpenedAudio, open_audio
 from workbench.audio.quality import (
     DEFAULT_THRESHOLDS,
     QualityMetrics,
@@ -26,7 +25,13 @@ from workbench.audio.quality import (
     quality_flags,
     quality_metrics,
 )
-from workbench.audio.spectrogram import SpectrogramParams, SpectrogramPyramid, WaveformEnvelope, compute_pyramids
+from workbench.audio.spectrogram import (
+    SpectrogramParams,
+    SpectrogramPyramid,
+    WaveformEnvelope,
+    cached_pyramids,
+    store_pyramids,
+)
 from workbench.errors import InputError
 
 _hash_file = content_hash  # open_clip's parameter of the same name would hide it
@@ -161,27 +166,45 @@ def analyze_clip(
     layout = detect_layout(audio.info.n_channels, clip.description)
     duration_s = audio.samples.shape[0] / audio.sample_rate
     with store.write() as s:
-        row = s.get(Clip, clip_id)
-        if row is None:
+        if not write_clip_analysis(
+            s, clip_id, sample_rate=audio.sample_rate, n_channels=audio.info.n_channels, duration_s=duration_s,
+            layout=layout, content_hash=file_hash, metrics=metrics,
+        ):
             raise InputError(f"clip {clip.key!r} was deleted while it was being analysed")
-        row.sample_rate = audio.sample_rate
-        row.n_channels = audio.info.n_channels
-        row.duration_s = duration_s
-        row.layout = layout
-        row.content_hash = file_hash
-        s.add(row)
-        quality = s.exec(select(ClipQuality).where(ClipQuality.clip_id == clip_id)).first() or ClipQuality(clip_id=clip_id)
-        # SQL has no infinity: digital silence is stored as NULL rms and read back as -inf.
-        quality.rms_dbfs = metrics.rms_dbfs if metrics.rms_dbfs > float("-inf") else None
-        quality.spectral_flatness = metrics.spectral_flatness
-        quality.clipping_ratio = metrics.clipping_ratio
-        quality.aci = metrics.aci
-        quality.content_hash = file_hash
-        s.add(quality)
     return ClipAnalysis(
         clip_id, clip.key, path, file_hash, duration_s, audio.sample_rate,
         audio.info.n_channels, layout, metrics, recomputed=True,
     )
+
+
+def write_clip_analysis(
+    session: Any, clip_id: int, *, sample_rate: int, n_channels: int, duration_s: float, layout: str,
+    content_hash: str, metrics: QualityMetrics,
+) -> bool:
+    """Store one clip's audio properties and quality metrics in ``session`` (the caller's transaction).
+
+    The one writer of :class:`~storage.models.ClipQuality`: a single clip's analysis and the pool
+    step (``aglw analyze-pool``, either engine) both store through it. Upserts by clip, so storing
+    the same result twice leaves one row. Returns False when the clip no longer exists.
+    """
+    row = session.get(Clip, clip_id)
+    if row is None:
+        return False
+    row.sample_rate = sample_rate
+    row.n_channels = n_channels
+    row.duration_s = duration_s
+    row.layout = layout
+    row.content_hash = content_hash
+    session.add(row)
+    quality = session.exec(select(ClipQuality).where(ClipQuality.clip_id == clip_id)).first() or ClipQuality(clip_id=clip_id)
+    # SQL has no infinity: digital silence is stored as NULL rms and read back as -inf.
+    quality.rms_dbfs = metrics.rms_dbfs if metrics.rms_dbfs > float("-inf") else None
+    quality.spectral_flatness = metrics.spectral_flatness
+    quality.clipping_ratio = metrics.clipping_ratio
+    quality.aci = metrics.aci
+    quality.content_hash = content_hash
+    session.add(quality)
+    return True
 
 
 def pool_quality_flags(store: Store, thresholds: QualityThresholds = DEFAULT_THRESHOLDS) -> dict[int, list[str]]:
@@ -207,22 +230,9 @@ def pool_quality_flags(store: Store, thresholds: QualityThresholds = DEFAULT_THR
     return flags
 
 
-@dataclass(frozen=True)
-class OpenedClip:
-    """Everything the player shows for one clip, from one decode.
-
-    ``direction`` is the :func:`~workbench.audio.direction.analyze_direction` result, or None
-    with ``direction_note`` saying why (mono, or a layout the file cannot have).
-    ``timings`` holds wall-clock seconds: ``decode``, ``pyramid`` and ``direction`` (these two
-    overlap when they ran side by side) and ``total``; ``parallel`` is 1.0 when they did.
-    """
-
-    audio: AudioData
-    pyramid: SpectrogramPyramid
-    envelope: WaveformEnvelope
-    direction: dict[str, Any] | None
-    direction_note: str
-    timings: dict[str, float] = field(default_factory=dict)
+# What open_clip returns: one decode's playback buffer, pyramids and direction analysis
+# (see workbench.audio.opening.OpenedAudio).
+OpenedClip = OpenedAudio
 
 
 def has_second_core() -> bool:
@@ -239,14 +249,6 @@ def has_second_core() -> bool:
     return cores >= 2
 
 
-def _timed(function: Any, timings: dict[str, float], key: str) -> Any:
-    start = time.perf_counter()
-    try:
-        return function()
-    finally:
-        timings[key] = time.perf_counter() - start
-
-
 def open_clip(
     path: str | Path,
     *,
@@ -260,9 +262,11 @@ def open_clip(
 ) -> OpenedClip:
     """Open a clip without the GUI: decode, spectrogram pyramid, waveform envelope, direction map.
 
-    The file is decoded once. The spectrogram pyramid (from its disk cache when the clip was
-    opened before) and the direction map are then computed at the same time on two threads;
-    both spend their time in numpy/scipy code that releases the GIL.
+    The file is decoded once (:func:`workbench.audio.opening.open_audio`): the playback
+    buffer, the spectrogram pyramid and the direction analysis are fed from the same blocks
+    as they arrive, the pyramid on this thread and the direction analysis on another (both
+    spend their time in numpy/scipy code that releases the GIL). A pyramid already in the
+    cache is read from it instead; a new one is written to it.
 
     Parameters
     ----------
@@ -282,14 +286,15 @@ def open_clip(
     use_cache
         Read and write the pyramid cache.
     parallel
-        Compute the pyramid on a second thread while the direction map is analysed, or one after
-        the other on the calling thread. None (default): side by side when the process has a
-        second core (:func:`has_second_core`).
+        Analyse the direction on a second thread beside the spectrogram, or on the calling
+        thread. None (default): side by side when the process has a second core
+        (:func:`has_second_core`).
 
     Returns
     -------
     OpenedClip
-        Samples for playback, pyramid, envelope, direction map and stage timings.
+        Samples for playback, pyramid, envelope, direction analysis and stage timings
+        (``hash`` and ``cache_write`` too when the cache was used).
 
     Raises
     ------
@@ -297,39 +302,26 @@ def open_clip(
         If the file cannot be decoded.
     """
     path = Path(path)
-    timings: dict[str, float] = {}
-    start = time.perf_counter()
-    audio = _timed(lambda: load_audio(path), timings, "decode")
     if parallel is None:
         parallel = has_second_core()
+    extra: dict[str, float] = {}
+    file_hash: str | None = None
+    cached = None
+    if use_cache:
+        began = time.perf_counter()
+        file_hash = content_hash if content_hash is not None else _hash_file(path)
+        cached = cached_pyramids(file_hash, params, cache_dir=cache_dir)
+        extra["hash"] = time.perf_counter() - began
 
-    def pyramids() -> tuple[SpectrogramPyramid, WaveformEnvelope]:
-        file_hash = None
-        if use_cache:
-            file_hash = content_hash if content_hash is not None else _timed(lambda: _hash_file(path), timings, "hash")
-        return _timed(
-            lambda: compute_pyramids(audio, params, cache_dir=cache_dir, content_hash=file_hash), timings, "pyramid"
-        )
+    def store(pyramid: SpectrogramPyramid, envelope: WaveformEnvelope) -> None:
+        # Written while the direction analysis finishes on its thread.
+        if file_hash is not None and cached is None:
+            began = time.perf_counter()
+            store_pyramids(file_hash, pyramid, envelope, cache_dir=cache_dir)
+            extra["cache_write"] = time.perf_counter() - began
 
-    def direction_map() -> tuple[dict[str, Any] | None, str]:
-        try:
-            return _timed(
-                lambda: analyze_direction_samples(
-                    audio.samples, audio.sample_rate, layout=layout, spacing_m=spacing_m, name=str(path)
-                ),
-                timings, "direction",
-            ), ""
-        except InputError as exc:  # mono, or a layout the file cannot have: no direction view
-            return None, str(exc)
-
-    if parallel:
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="aglw-open") as pool:
-            pending = pool.submit(pyramids)
-            direction, note = direction_map()
-            pyramid, envelope = pending.result()
-    else:
-        pyramid, envelope = pyramids()
-        direction, note = direction_map()
-    timings["total"] = time.perf_counter() - start
-    timings["parallel"] = float(parallel)
-    return OpenedClip(audio, pyramid, envelope, direction, note, timings)
+    opened = open_audio(
+        path, layout=layout, spacing_m=spacing_m, params=params, cached=cached, parallel=parallel, on_spectrogram=store
+    )
+    opened.timings.update(extra)
+    return opened

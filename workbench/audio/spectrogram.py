@@ -471,34 +471,82 @@ def _power_of_two_at_least(ratio: float) -> int:
     return 1 if ratio <= 1 else 1 << math.ceil(math.log2(ratio))
 
 
+class PyramidBuilder:
+    """Builds the spectrogram pyramid and waveform envelope from audio blocks as they arrive.
+
+    Feed blocks of any length (frames, channels) in order; the mono mix is transformed block
+    by block, so the pyramid of a file being decoded is ready as soon as its last block is.
+
+    Parameters
+    ----------
+    params
+        STFT and quantisation parameters.
+    sample_rate
+        Sample rate in Hz.
+    expected_frames
+        The length the audio is expected to have (e.g. from the header): it sizes the image and
+        decides whether very long recordings are pooled while they are computed. A wrong
+        estimate costs memory or time, never correctness.
+    """
+
+    def __init__(self, params: SpectrogramParams, sample_rate: int, expected_frames: int) -> None:
+        self.params = params
+        self.sample_rate = sample_rate
+        self.column_pool = _power_of_two_at_least(math.ceil(expected_frames / params.hop) / MAX_LEVEL0_COLUMNS)
+        self.bucket = ENVELOPE_BUCKET * _power_of_two_at_least(expected_frames / ENVELOPE_BUCKET / MAX_ENVELOPE_BUCKETS)
+        self._stft = _StftAccumulator(
+            params, sample_rate, self.column_pool, expected_columns=math.ceil(expected_frames / params.hop)
+        )
+        self._envelope = _EnvelopeAccumulator(self.bucket)
+        self.n_samples = 0
+
+    def feed_mono(self, mono: np.ndarray) -> None:
+        """Add the next samples of the mono mix (1-D float32)."""
+        self.n_samples += mono.size
+        self._stft.feed(mono)
+        self._envelope.feed(mono)
+
+    def feed(self, block: np.ndarray) -> None:
+        """Add the next samples, shaped (frames, channels); the channels are mixed to mono."""
+        self.feed_mono(_mix_to_mono(block))
+
+    def finish(self) -> tuple[SpectrogramPyramid, WaveformEnvelope]:
+        """The pyramid and envelope of everything fed."""
+        image = self._stft.finish(self.n_samples)
+        mins, maxs = self._envelope.finish()
+        duration_s = self.n_samples / self.sample_rate
+        pyramid = SpectrogramPyramid(
+            levels=_build_levels(image, _pool_pairs_max),
+            frame_hop_s=self.params.hop * self.column_pool / self.sample_rate,
+            duration_s=duration_s,
+            freqs_hz=_freqs(self.params, self.sample_rate),
+            params=self.params,
+        )
+        waveform = WaveformEnvelope(
+            mins=_build_levels(mins, _pool_pairs_min),
+            maxs=_build_levels(maxs, _pool_pairs_max),
+            bucket_s=self.bucket / self.sample_rate,
+            duration_s=duration_s,
+        )
+        return pyramid, waveform
+
+
 def _compute(source: str | Path | AudioData, params: SpectrogramParams) -> tuple[SpectrogramPyramid, WaveformEnvelope]:
     blocks, sample_rate, expected_frames = _mono_blocks(source)
-    column_pool = _power_of_two_at_least(math.ceil(expected_frames / params.hop) / MAX_LEVEL0_COLUMNS)
-    bucket = ENVELOPE_BUCKET * _power_of_two_at_least(expected_frames / ENVELOPE_BUCKET / MAX_ENVELOPE_BUCKETS)
-    stft = _StftAccumulator(params, sample_rate, column_pool, expected_columns=math.ceil(expected_frames / params.hop))
-    envelope = _EnvelopeAccumulator(bucket)
-    n_samples = 0
+    builder = PyramidBuilder(params, sample_rate, expected_frames)
     for mono in blocks:
-        n_samples += mono.size
-        stft.feed(mono)
-        envelope.feed(mono)
-    image = stft.finish(n_samples)
-    mins, maxs = envelope.finish()
-    duration_s = n_samples / sample_rate
-    pyramid = SpectrogramPyramid(
-        levels=_build_levels(image, _pool_pairs_max),
-        frame_hop_s=params.hop * column_pool / sample_rate,
-        duration_s=duration_s,
-        freqs_hz=_freqs(params, sample_rate),
-        params=params,
-    )
-    waveform = WaveformEnvelope(
-        mins=_build_levels(mins, _pool_pairs_min),
-        maxs=_build_levels(maxs, _pool_pairs_max),
-        bucket_s=bucket / sample_rate,
-        duration_s=duration_s,
-    )
-    return pyramid, waveform
+        builder.feed_mono(mono)
+    return builder.finish()
+
+
+def cached_pyramids(
+    content_hash: str, params: SpectrogramParams = SpectrogramParams(), *, cache_dir: Path | None = None
+) -> tuple[SpectrogramPyramid, WaveformEnvelope] | None:
+    """The cached pyramid and envelope of the file with this content hash, or None if not cached.
+
+    Cached arrays are memory-mapped read-only.
+    """
+    return _read_cache(_cache_entry(content_hash, params, cache_dir), params)
 
 
 def _cache_key(content_hash: str, params: SpectrogramParams) -> str:
@@ -726,9 +774,11 @@ def _store_in_cache(entry: Path, pyramid: SpectrogramPyramid, waveform: Waveform
 __all__ = [
     "AudioError",
     "ENVELOPE_BUCKET",
+    "PyramidBuilder",
     "SpectrogramParams",
     "SpectrogramPyramid",
     "WaveformEnvelope",
+    "cached_pyramids",
     "compute_pyramids",
     "prune_cache",
     "store_pyramids",

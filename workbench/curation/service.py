@@ -23,6 +23,7 @@ from workbench.curation import model
 from workbench.curation.inputs import FitInputs, gather_inputs
 from workbench.curation.model import POLARITIES, FitParameters, RunDiff, ThetaCalibration
 from workbench.errors import AglwError
+from workbench.tasks import TaskContext
 
 DIFF_TOP_MOVES = 20
 
@@ -245,6 +246,7 @@ def fit(
     roots_of: Mapping[str, list[str]] | None = None,
     category_names: Mapping[str, str] | None = None,
     created_by: int | None = None,
+    task: TaskContext | None = None,
 ) -> FitResult:
     """Fit the curation model on the project's current inputs.
 
@@ -270,6 +272,9 @@ def fit(
         Category id → display name.
     created_by
         Annotator id recorded with a stored run.
+    task
+        Progress and cancel: the fit is one item, stored whole; a cancel before the run is
+        stored leaves nothing (fitting again does it all).
 
     Returns
     -------
@@ -279,7 +284,10 @@ def fit(
     params = params or FitParameters()
     if what_if is not None and not preview:
         raise AglwError("what-if overrides are for previews only; record real labels to change a stored fit")
+    task = task or TaskContext()
+    task.set_total(1)
     inputs = gather_inputs(store, alm_model)
+    task.check_cancel()
     if what_if is not None:
         inputs = _apply_what_if(inputs, what_if)
     computed = _compute(inputs, params, recalibrate_theta, roots_of)
@@ -316,8 +324,11 @@ def fit(
         diff.base_run_id = previous
         diff = _diff_with_keys(store, diff)
     run_id = None
+    # The last safe point: from here the run is stored whole.
+    task.check_cancel()
     if not preview:
         run_id = _store_run(store, inputs, stored_params, summary, categories, clips, created_by)
+    task.item_done("curation run" if run_id is None else f"curation run {run_id}")
     return FitResult(
         run_id=run_id, parameters=stored_params, alm_model=inputs.alm_model,
         input_fingerprint=inputs.fingerprint, categories=categories, clips=clips, diff=diff, summary=summary,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -99,8 +100,9 @@ def _true_coordinate(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def _to_record(obj: Any, line_no: int) -> PredictionRecord | str:
-    """A record, or the reason the object is malformed."""
+def to_record(obj: Any, line_no: int, keep_values: bool = True) -> PredictionRecord | str:
+    """A record, or the reason the object is malformed. Without ``keep_values`` (a scan) the
+    record is checked alike but only its ``seed`` is kept."""
     if not isinstance(obj, dict):
         return f"expected a JSON object, found {type(obj).__name__}"
     question_id = obj.get("question_id")
@@ -108,13 +110,14 @@ def _to_record(obj: Any, line_no: int) -> PredictionRecord | str:
         question_id = str(question_id)
     if not isinstance(question_id, str) or not question_id.strip():
         return "no question_id (the dataset key of the clip)"
-    values: dict[str, Any] = {name: _raw_text(obj.get(name)) for name in TEXT_FIELDS}
+    values: dict[str, Any] = {name: _raw_text(obj.get(name)) for name in TEXT_FIELDS} if keep_values else {}
     for name, low, high in (("true_latitude", -90, 90), ("true_longitude", -180, 180)):
         raw = obj.get(name)
         number = _true_coordinate(raw)
         if raw is not None and (number is None or not low <= number <= high):
             return f"field {name}: {raw!r} is not a coordinate in [{low}, {high}]"
-        values[name] = number
+        if keep_values:
+            values[name] = number
     seed = obj.get("seed")
     values["seed"] = seed if isinstance(seed, int) and not isinstance(seed, bool) else None
     return PredictionRecord(line_no=line_no, question_id=question_id.strip(), values=values)
@@ -214,6 +217,49 @@ def _looks_like_json_array(text: str) -> bool:
     return False
 
 
+class _Collector:
+    """Turns parsed items into records, collecting the findings into a :class:`PredictionFile`
+    (whose ``records`` list is left to the caller: a scan keeps none of them)."""
+
+    def __init__(self, path: Path, container: str) -> None:
+        self.file = PredictionFile(path=path, container=container, records=[])
+        self._first_line: dict[str, int] = {}
+        self._seeds: set[int] = set()
+
+    def record(self, line_no: int, obj: Any, keep_values: bool = True) -> PredictionRecord | None:
+        result = self.file
+        if isinstance(obj, json.JSONDecodeError):
+            result.malformed.append((line_no, f"not valid JSON ({obj.msg}, column {obj.colno})"))
+            return None
+        record = to_record(obj, line_no, keep_values)
+        if isinstance(record, str):
+            result.malformed.append((line_no, record))
+            return None
+        for name in obj:
+            if name not in KNOWN_FIELDS and name not in result.unknown_fields:
+                result.unknown_fields[name] = line_no
+        if record.question_id in self._first_line:
+            result.duplicates.append((line_no, self._first_line[record.question_id], record.question_id))
+            return None
+        self._first_line[record.question_id] = line_no
+        if record.values["seed"] is not None:
+            self._seeds.add(record.values["seed"])
+        return record
+
+    def finish(self) -> PredictionFile:
+        self.file.seed = next(iter(self._seeds)) if len(self._seeds) == 1 else None
+        return self.file
+
+
+def _items_of_text(text: str, path: Path) -> tuple[str, Iterable[tuple[int, Any]]]:
+    """Container and parsed items of a whole decoded text."""
+    if not text.lstrip():
+        raise InputError(f"{path}: the result file is empty.")
+    if _looks_like_json_array(text):
+        return CONTAINER_JSON_ARRAY, _iter_json_array(text, path)
+    return CONTAINER_JSONL, _iter_jsonl(text)
+
+
 def parse_prediction_text(text: str, path: Path) -> PredictionFile:
     """Parse ALM result records, detecting JSON Lines vs a JSON array.
 
@@ -236,43 +282,136 @@ def parse_prediction_text(text: str, path: Path) -> PredictionFile:
     InputError
         The file is empty, or it is a JSON array that is not valid JSON.
     """
-    stripped = text.lstrip()
-    if not stripped:
-        raise InputError(f"{path}: the result file is empty.")
-    if _looks_like_json_array(text):
-        container = CONTAINER_JSON_ARRAY
-        items: list[tuple[int, Any]] = list(_iter_json_array(text, path))
-    else:
-        container = CONTAINER_JSONL
-        items = _iter_jsonl(text)
-
-    result = PredictionFile(path=path, container=container, records=[])
-    first_line: dict[str, int] = {}
-    seeds: set[int] = set()
-    for line_no, obj in items:
-        if isinstance(obj, json.JSONDecodeError):
-            result.malformed.append((line_no, f"not valid JSON ({obj.msg}, column {obj.colno})"))
-            continue
-        record = _to_record(obj, line_no)
-        if isinstance(record, str):
-            result.malformed.append((line_no, record))
-            continue
-        for name in obj:
-            if name not in KNOWN_FIELDS and name not in result.unknown_fields:
-                result.unknown_fields[name] = line_no
-        if record.question_id in first_line:
-            result.duplicates.append((line_no, first_line[record.question_id], record.question_id))
-            continue
-        first_line[record.question_id] = line_no
-        if record.values["seed"] is not None:
-            seeds.add(record.values["seed"])
-        result.records.append(record)
-    result.seed = seeds.pop() if len(seeds) == 1 else None
+    container, items = _items_of_text(text, path)
+    collector = _Collector(path, container)
+    records = [record for line_no, obj in items if (record := collector.record(line_no, obj)) is not None]
+    result = collector.finish()
+    result.records = records
     return result
 
 
+_BOM = b"\xef\xbb\xbf"
+
+
+def _check_size(path: Path) -> None:
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the result file ({exc.strerror or exc}).") from exc
+    if size > MAX_RESULT_FILE_BYTES:
+        raise InputError(
+            f"{path}: {size / 2**30:.1f} GiB is larger than a result file can be "
+            f"({MAX_RESULT_FILE_BYTES // 2**30} GiB); split it into several files."
+        )
+
+
+def _not_utf8(path: Path, line: int) -> InputError:
+    return InputError(f"{path}, line {line}: not valid UTF-8; JSON result files must be UTF-8.")
+
+
+def _decode_whole(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the result file ({exc.strerror or exc}).") from exc
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(path, data.count(b"\n", 0, exc.start) + 1) from exc
+
+
+def _stream_items(path: Path) -> tuple[str, Iterator[tuple[int, Any]]]:
+    """Container and parsed items of a result file, reading JSON Lines one line at a time.
+
+    A file whose first character is ``[`` may be a JSON array, which is parsed as a whole (the
+    size bound applies); JSON Lines, the format AGL1K publishes, never sits in memory entirely.
+    """
+    _check_size(path)
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(4096).removeprefix(_BOM).lstrip()
+            while not head:
+                block = handle.read(1 << 16)
+                if not block:
+                    raise InputError(f"{path}: the result file is empty.")
+                head = block.lstrip()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the result file ({exc.strerror or exc}).") from exc
+    if head.startswith(b"["):
+        container, items = _items_of_text(_decode_whole(path), path)
+        return container, iter(items)
+    return CONTAINER_JSONL, _iter_jsonl_file(path)
+
+
+def _iter_jsonl_file(path: Path) -> Iterator[tuple[int, Any | json.JSONDecodeError]]:
+    # Binary lines split on b"\n" only, as the whole-text reader splits: U+2028 and friends may
+    # legally sit inside JSON strings.
+    try:
+        with path.open("rb") as handle:
+            for line_no, raw in enumerate(handle, start=1):
+                if line_no == 1:
+                    raw = raw.removeprefix(_BOM)
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise _not_utf8(path, line_no) from exc
+                if not line.strip():
+                    continue
+                try:
+                    yield line_no, _loads(line)
+                except json.JSONDecodeError as exc:
+                    yield line_no, exc
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the result file ({exc.strerror or exc}).") from exc
+
+
+def scan_prediction_file(path: str | Path) -> PredictionFile:
+    """Read a result file once to check it, keeping no record values (first pass of an import).
+
+    Returns
+    -------
+    PredictionFile
+        Findings as :func:`read_prediction_file` gives them, but ``records`` holds each good
+        record's line and ``question_id`` with empty ``values``: memory stays flat however large
+        the file. :func:`iter_prediction_records` yields the records themselves.
+
+    Raises
+    ------
+    InputError
+        The file cannot be read or decoded, is empty, or is a malformed JSON array.
+    """
+    path = Path(path)
+    container, items = _stream_items(path)
+    collector = _Collector(path, container)
+    light: list[PredictionRecord] = []
+    for line_no, obj in items:
+        record = collector.record(line_no, obj, keep_values=False)
+        if record is not None:
+            light.append(PredictionRecord(record.line_no, record.question_id, {}))
+    result = collector.finish()
+    result.records = light
+    return result
+
+
+def iter_prediction_records(path: str | Path) -> Iterator[PredictionRecord]:
+    """The good records of a result file (first of each ``question_id``), one at a time.
+
+    Raises
+    ------
+    InputError
+        As :func:`scan_prediction_file`.
+    """
+    path = Path(path)
+    container, items = _stream_items(path)
+    collector = _Collector(path, container)
+    for line_no, obj in items:
+        record = collector.record(line_no, obj)
+        if record is not None:
+            yield record
+
+
 def read_prediction_file(path: str | Path) -> PredictionFile:
-    """Read an ALM result file (UTF-8, with or without BOM) and parse it.
+    """Read an ALM result file (UTF-8, with or without BOM) and parse it, records included.
 
     Raises
     ------
@@ -280,21 +419,5 @@ def read_prediction_file(path: str | Path) -> PredictionFile:
         The file cannot be read or decoded, or :func:`parse_prediction_text` refuses it.
     """
     path = Path(path)
-    try:
-        size = path.stat().st_size
-        if size > MAX_RESULT_FILE_BYTES:
-            raise InputError(
-                f"{path}: {size / 2**30:.1f} GiB is larger than a result file can be "
-                f"({MAX_RESULT_FILE_BYTES // 2**30} GiB); split it into several files."
-            )
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read the result file ({exc.strerror or exc}).") from exc
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise InputError(
-            f"{path}, line {line}: not valid UTF-8; JSON result files must be UTF-8."
-        ) from exc
-    return parse_prediction_text(text, path)
+    _check_size(path)
+    return parse_prediction_text(_decode_whole(path), path)

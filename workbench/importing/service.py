@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,8 +14,10 @@ from sqlalchemy.exc import IntegrityError
 from storage import Store
 from storage.models import AlmRun, Clip, Dataset, JudgeRun, MediaRoot, Prediction, utcnow
 from workbench.errors import InputError
+from workbench.tasks import TaskContext
 from workbench.importing.agl1k import DatasetTable, read_agl1k_csv
-from workbench.importing.predictions import read_prediction_file
+from workbench.importing.prediction_rows import insert_predictions, prediction_row
+from workbench.importing.predictions import iter_prediction_records, scan_prediction_file
 
 # Lists in messages stay readable; the report's ``details`` keep every item.
 _SHOWN_IN_MESSAGE = 20
@@ -119,6 +122,7 @@ def import_dataset(
     name: str | None = None,
     media_root: str | Path | None = None,
     dry_run: bool = False,
+    task: TaskContext | None = None,
 ) -> ImportReport:
     """Import a dataset CSV as one new dataset, in one transaction.
 
@@ -137,6 +141,9 @@ def import_dataset(
         ``mp3name`` exists under it (directly or in a ``<key>/`` subfolder) gets ``audio_path``.
     dry_run : bool
         Validate and report; store nothing.
+    task : TaskContext, optional
+        Progress and cancel: the file is one item, stored whole or not at all; a cancel
+        before the transaction stores nothing (importing again does it all).
 
     Returns
     -------
@@ -149,6 +156,8 @@ def import_dataset(
         missing media root, or a dataset of that name already existing. Nothing is stored.
     """
     path = Path(path)
+    task = task or TaskContext()
+    task.set_total(1)
     table = read_agl1k_csv(path, format=format)
     dataset_name = (name or path.stem).strip()
     if not dataset_name:
@@ -191,9 +200,12 @@ def import_dataset(
             )
     if dry_run:
         report.counts["clips_stored"] = 0
+        task.item_done(str(path))
         return report
 
     sha = _sha256(path)
+    # The last safe point: from here the file is stored whole.
+    task.check_cancel()
     try:
         with store.write() as session:
             dataset = Dataset(
@@ -220,6 +232,7 @@ def import_dataset(
         ) from exc
     report.stored = True
     report.counts["clips_stored"] = len(table.rows)
+    task.item_done(str(path))
     if linked:
         report.counts["predictions_linked"] = linked
         report.warnings.append(f"{linked} prediction(s) imported before this dataset are now linked to its clips")
@@ -288,6 +301,7 @@ def import_predictions(
     skip_malformed: bool = False,
     replace: bool = False,
     dataset: str | None = None,
+    task: TaskContext | None = None,
 ) -> ImportReport:
     """Import one ALM result file as the predictions of ``model``, in one transaction.
 
@@ -307,6 +321,9 @@ def import_predictions(
         Replace the model's earlier predictions (the run keeps its id, so judge runs stay linked).
     dataset : str, optional
         Dataset whose clips the records are linked to; by default the one holding most keys.
+    task : TaskContext, optional
+        Progress and cancel: the file is one item, stored whole or not at all; a cancel
+        before the transaction stores nothing (importing again does it all).
 
     Returns
     -------
@@ -322,10 +339,15 @@ def import_predictions(
         ``dataset``, or predictions for ``model`` already stored (unless ``replace``).
     """
     path = Path(path)
+    task = task or TaskContext()
+    task.set_total(1)
     model = model.strip()
     if not model:
         raise InputError("the model name is empty; pass --model NAME")
-    parsed = read_prediction_file(path)
+    # Two passes over the file, so that memory stays flat however many records it holds: a scan
+    # that keeps only keys and findings, then (when storing) a second read that inserts the
+    # records in batches inside the one transaction.
+    parsed = scan_prediction_file(path)
     report = ImportReport(kind="predictions", source=str(path), name=model, dry_run=dry_run)
     report.details.update(
         container=parsed.container,
@@ -424,7 +446,11 @@ def import_predictions(
     )
     if dry_run:
         report.counts["stored"] = 0
+        task.item_done(str(path))
         return report
+
+    # The last safe point: from here the file is stored whole.
+    task.check_cancel()
 
     try:
         with store.write() as session:
@@ -446,24 +472,35 @@ def import_predictions(
                 )
                 session.add(run)
             session.flush()
-            session.execute(
-                insert(Prediction.__table__),
-                [
-                    {
-                        **record.values,
-                        "alm_run_id": run.id,
-                        "clip_id": clip_ids.get(record.question_id),
-                        "question_id": record.question_id,
-                        "line_no": record.line_no,
-                    }
-                    for record in parsed.records
-                ],
-            )
+            stored = insert_predictions(session, _rows(path, run.id, clip_ids, keys))
     except IntegrityError as exc:
         raise InputError(
             f"model {model!r} was imported meanwhile by another process; nothing was imported. "
             "Pass --replace or choose another --model."
         ) from exc
     report.stored = True
-    report.counts["stored"] = len(parsed.records)
+    report.counts["stored"] = stored
+    task.item_done(str(path))
     return report
+
+
+def _rows(path: Path, run_id: int, clip_ids: dict[str, int], keys: list[str]) -> Iterator[dict[str, Any]]:
+    """The file's records as prediction rows, read again; the file must not have changed since
+    the scan (its keys are compared in order), else the import stops and nothing is stored."""
+    count = 0
+    for count, record in enumerate(iter_prediction_records(path), start=1):
+        if count > len(keys) or keys[count - 1] != record.question_id:
+            raise _changed(path)
+        yield prediction_row(
+            run_id,
+            record.question_id,
+            record.values,
+            clip_id=clip_ids.get(record.question_id),
+            line_no=record.line_no,
+        )
+    if count != len(keys):
+        raise _changed(path)
+
+
+def _changed(path: Path) -> InputError:
+    return InputError(f"{path}: the file changed while it was being imported; nothing was imported. Import it again.")

@@ -9,34 +9,33 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pycountry
-from geographiclib.geodesic import Geodesic
 
 from workbench.metrics.continents import continent_of_iso
+
+# The distance error and its refusal rule live in .distance (light: the importers store each
+# record's distance once); re-exported here for the formulas' callers.
+from workbench.metrics.distance import (  # noqa: F401 - re-exported
+    PREDICTED_FIELDS,
+    REFUSAL_DISTANCE_KM,
+    REFUSAL_STRINGS,
+    is_refusal,
+    parse_coordinate,
+    prediction_error_km,
+)
+from workbench.metrics.distance import is_missing as _is_missing
 from workbench.metrics.keys import METRIC_KEYS, PROFILES, Profile  # re-exported: callers import them from here
 
-REFUSAL_STRINGS = frozenset(
-    {"0", "-1", "", "null", "none", "n/a", "na", "unknown", "unable", "cannot", "0.0"}
-)
-REFUSAL_DISTANCE_KM = 10_000.0
 GEOSCORE_MAX = 5000.0
 GEOSCORE_SCALE_KM = 1492.0
 WITHIN_THRESHOLDS_KM = (1, 10, 100, 1000)
 
 
-PREDICTED_FIELDS = (
-    "predicted_latitude",
-    "predicted_longitude",
-    "predicted_city",
-    "predicted_country",
-    "predicted_continent",
-)
 REQUIRED_COLUMNS = (
     "true_latitude",
     "true_longitude",
@@ -161,89 +160,9 @@ _ISO_ALIASES: dict[str, str] = {
 _LOOKUP_PUNCTUATION = re.compile(r"[,.;]")
 
 
-def _is_missing(value: Any) -> bool:
-    if value is None or value is pd.NA or value is pd.NaT:
-        return True
-    if isinstance(value, float) and math.isnan(value):
-        return True
-    return isinstance(value, np.floating) and bool(np.isnan(value))
-
-
 def _as_text(value: Any) -> str:
     # str() keeps a JSON 0.0 as "0.0", which AGL1K's refusal list names explicitly.
     return str(value)
-
-
-def is_refusal(value: Any) -> bool:
-    """Whether a predicted field is a refusal value in AGL1K's sense.
-
-    Parameters
-    ----------
-    value : Any
-        A predicted field as found in a result record (string, number, None or NaN).
-
-    Returns
-    -------
-    bool
-        True when the value is missing/NaN or its stripped lower-cased text is one of
-        ``0, -1, "", null, none, n/a, na, unknown, unable, cannot, 0.0``.
-    """
-    if _is_missing(value):
-        return True
-    return _as_text(value).strip().lower() in REFUSAL_STRINGS
-
-
-def parse_coordinate(value: Any) -> float | None:
-    """Parse a coordinate given as a number or a numeric string; never raises.
-
-    Parameters
-    ----------
-    value : Any
-        The raw value (e.g. ``41.5``, ``"41.5"``, ``" -3 "``, ``"Unknown"``, None).
-
-    Returns
-    -------
-    float or None
-        The finite float value, or None when it is missing, not numeric or not finite.
-    """
-    if _is_missing(value) or isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float, np.integer, np.floating)):
-        number = float(value)
-    else:
-        try:
-            number = float(str(value).strip())
-        except (TypeError, ValueError):
-            return None
-    return number if math.isfinite(number) else None
-
-
-def prediction_error_km(true_lat: Any, true_lon: Any, pred_lat: Any, pred_lon: Any) -> float | None:
-    """Geodesic distance (km) between the true and predicted positions on the WGS-84 ellipsoid.
-
-    Parameters
-    ----------
-    true_lat, true_lon, pred_lat, pred_lon : Any
-        Coordinates in degrees, as numbers or numeric strings.
-
-    Returns
-    -------
-    float or None
-        Karney's geodesic distance in km; ``10,000`` when the predicted latitude or longitude is a
-        refusal value; None (undefined, left out of the mean) when a coordinate cannot be parsed
-        or a latitude lies outside [-90, 90].
-    """
-    if is_refusal(pred_lat) or is_refusal(pred_lon):
-        return REFUSAL_DISTANCE_KM
-    coords = [parse_coordinate(v) for v in (true_lat, true_lon, pred_lat, pred_lon)]
-    if any(c is None for c in coords):
-        return None
-    lat1, lon1, lat2, lon2 = coords
-    # geographiclib returns NaN for an impossible latitude; such a row has no defined distance.
-    if abs(lat1) > 90 or abs(lat2) > 90:
-        return None
-    metres = Geodesic.WGS84.Inverse(lat1, lon1, lat2, lon2, Geodesic.DISTANCE)["s12"]
-    return metres / 1000.0
 
 
 def geoscore(d_km: float | np.ndarray) -> float | np.ndarray:
@@ -366,25 +285,6 @@ def _city_key(value: Any) -> str | None:
     return text.lower() if text.strip() else None
 
 
-def _accuracy(true_keys: list[str | None], predicted_keys: list[str | None]) -> float:
-    pairs = [
-        (t, p) for t, p in zip(true_keys, predicted_keys, strict=True) if t is not None and p is not None
-    ]
-    if not pairs:
-        return math.nan
-    return sum(t.casefold() == p.casefold() for t, p in pairs) / len(pairs)
-
-
-def _column(records: pd.DataFrame, name: str) -> list[Any]:
-    return records[name].tolist()
-
-
-def _row_keys(
-    records: pd.DataFrame, fn: Callable[..., str | None], *columns: str
-) -> list[str | None]:
-    return [fn(*values) for values in zip(*(_column(records, c) for c in columns), strict=True)]
-
-
 def compute_metrics(
     records: pd.DataFrame, profile: Profile = "agl1k", *, model: str | None = None
 ) -> dict[str, Any]:
@@ -395,7 +295,8 @@ def compute_metrics(
     records : pandas.DataFrame
         One row per clip with the columns ``true_latitude, true_longitude, true_city,
         true_country, true_continent, predicted_latitude, predicted_longitude, predicted_city,
-        predicted_country, predicted_continent`` (raw values) and optionally ``model``.
+        predicted_country, predicted_continent`` (raw values) and optionally ``model`` and
+        ``distance_error_km`` (the distance stored at import; missing values are computed).
     profile : {"agl1k", "iso"}
         ``agl1k``: AGL1K's published normalisation; ``iso``: countries compared as ISO 3166-1
         codes and continents derived from the country code (falling back to the normalised
@@ -426,57 +327,6 @@ def compute_metrics(
         names = records["model"].dropna().unique().tolist()
         model = str(names[0]) if len(names) == 1 else None
 
-    n = len(records)
-    distances = np.array(
-        [
-            np.nan if d is None else d
-            for d in _row_keys(
-                records,
-                prediction_error_km,
-                "true_latitude",
-                "true_longitude",
-                "predicted_latitude",
-                "predicted_longitude",
-            )
-        ],
-        dtype=float,
-    )
-    defined = distances[~np.isnan(distances)]
+    from workbench.metrics.aggregate import metric_inputs, metrics_of
 
-    if profile == "agl1k":
-        true_country = _row_keys(records, normalize_country_agl1k, "true_country")
-        pred_country = _row_keys(records, normalize_country_agl1k, "predicted_country")
-        true_continent = _row_keys(records, normalize_continent_agl1k, "true_continent")
-        pred_continent = _row_keys(records, normalize_continent_agl1k, "predicted_continent")
-    else:
-        true_country = _row_keys(records, _iso_country_key, "true_country")
-        pred_country = _row_keys(records, _iso_country_key, "predicted_country")
-        true_continent = _row_keys(records, _iso_continent_key, "true_country", "true_continent")
-        pred_continent = _row_keys(
-            records, _iso_continent_key, "predicted_country", "predicted_continent"
-        )
-
-    rejected = sum(
-        any(is_refusal(v) for v in values)
-        for values in zip(*(_column(records, c) for c in PREDICTED_FIELDS), strict=True)
-    )
-
-    result: dict[str, Any] = {
-        "model": model,
-        "profile": profile,
-        "n": n,
-        "distance_error_km": float(defined.mean()) if defined.size else math.nan,
-        "continent_acc": _accuracy(true_continent, pred_continent),
-        "country_acc": _accuracy(true_country, pred_country),
-        "city_acc": _accuracy(
-            _row_keys(records, _city_key, "true_city"),
-            _row_keys(records, _city_key, "predicted_city"),
-        ),
-        "reject_rate": rejected / n if n else math.nan,
-    }
-    for threshold in WITHIN_THRESHOLDS_KM:
-        result[f"within_{threshold}km"] = (
-            float(np.count_nonzero(defined < threshold)) / n if n else math.nan
-        )
-    result["geoscore_mean"] = float(geoscore(defined).mean()) if defined.size else math.nan
-    return result
+    return metrics_of(metric_inputs(records, (profile,)), profile, model)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+import numpy as np
 import pandas as pd
-from sqlalchemy import select
+from sqlalchemy import or_, select
 
 from storage import Store
 from storage.models import AlmRun, Clip, Prediction
 from workbench.errors import AglwError
+from workbench.metrics.aggregate import map_pairs, map_values, metric_inputs, metrics_of
 from workbench.metrics.continents import continent_of_iso
 from workbench.metrics.core import (
     METRIC_KEYS,
@@ -41,7 +43,10 @@ _RECORD_COLUMNS = (
     "predicted_city",
     "predicted_country",
     "predicted_continent",
+    "distance_error_km",  # stored at import: the metrics do not recompute geodesics
 )
+# What the distance error is computed from: read only for rows without a stored distance.
+_COORDINATES = ("true_latitude", "true_longitude", "predicted_latitude", "predicted_longitude")
 
 
 def model_names(store: Store) -> list[str]:
@@ -53,8 +58,8 @@ def model_names(store: Store) -> list[str]:
 def prediction_records(store: Store, model: str | None = None) -> pd.DataFrame:
     """Stored result records as a DataFrame (one row per record).
 
-    Columns: ``model``, ``question_id``, the true/predicted fields, and ``human_sounds`` of the
-    linked clip (NaN when the record has no clip).
+    Columns: ``model``, ``question_id``, the true/predicted fields, the ``distance_error_km``
+    stored at import, and ``human_sounds`` of the linked clip (NaN when the record has no clip).
     """
     columns = [getattr(Prediction, name) for name in _RECORD_COLUMNS]
     query = (
@@ -69,6 +74,48 @@ def prediction_records(store: Store, model: str | None = None) -> pd.DataFrame:
         rows = session.execute(query).all()
     names = ["model", "question_id", *_RECORD_COLUMNS, "human_sounds"]
     return pd.DataFrame([tuple(row) for row in rows], columns=names, dtype=object)
+
+
+def _fetch(session: Any, query: Any) -> list[tuple]:
+    """Rows of a parameter-free query through the DB-API cursor: a leaderboard reads tens of
+    thousands of rows, and building SQLAlchemy rows for them cost as much as the metrics."""
+    # No parameters are bound, so the compiled text runs as is on SQLite and PostgreSQL.
+    sql = str(query.compile(dialect=session.get_bind().dialect))
+    cursor = session.connection().connection.cursor()
+    try:
+        cursor.execute(sql)
+        return cursor.fetchall()
+    finally:
+        cursor.close()
+
+
+def _metric_records(store: Store, *, human_sounds: bool) -> pd.DataFrame:
+    """Every stored record's metric columns, in no particular order.
+
+    The distance error and the rejection flag are read as stored at import, from the covering
+    index ``ix_prediction_metrics``; the coordinates they derive from are read (from the table,
+    whose rows hold the long texts) only when some row lacks a stored value (written before
+    migration 0003 or by hand). The linked clip's ``human_sounds`` only when asked (grouping
+    by speech).
+    """
+    read = [name for name in _RECORD_COLUMNS if name not in _COORDINATES] + ["refused"]
+    unstored = or_(Prediction.distance_error_km.is_(None), Prediction.refused.is_(None))  # type: ignore[union-attr]
+    with store.session() as session:
+        models = {run_id: name for run_id, name in session.execute(select(AlmRun.id, AlmRun.model))}
+        lacking = session.execute(select(Prediction.id).where(unstored).limit(1)).first() is not None
+        if lacking:
+            read += list(_COORDINATES)
+        query = select(Prediction.alm_run_id, *(getattr(Prediction, name) for name in read))
+        names = ["alm_run_id", *read]
+        if human_sounds:
+            query = query.add_columns(Clip.human_sounds).outerjoin(Clip, Clip.id == Prediction.clip_id)
+            names.append("human_sounds")
+        frame = pd.DataFrame(_fetch(session, query), columns=names, dtype=object)
+    if not lacking:
+        for name in _COORDINATES:
+            frame[name] = None
+    frame.insert(0, "model", frame["alm_run_id"].map(models))
+    return frame
 
 
 def _check_profile(profile: str) -> None:
@@ -107,18 +154,22 @@ def model_metrics(store: Store, model: str, profile: Profile = "agl1k") -> dict[
 
 
 def _group_labels(records: pd.DataFrame, profile: str, by: str) -> pd.Series:
+    """Each record's group: speech or not (linked clip's ``human_sounds``), or the true
+    continent in the profile's sense; computed once per distinct value."""
     if by == "speech":
-        labels = [
-            NO_CLIP if pd.isna(value) else (SPEECH if float(value) >= SPEECH_THRESHOLD else NO_SPEECH)
-            for value in records["human_sounds"]
-        ]
+        human_sounds = pd.to_numeric(records["human_sounds"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        labels = np.where(human_sounds >= SPEECH_THRESHOLD, SPEECH, NO_SPEECH).astype(object)
+        labels[np.isnan(human_sounds)] = NO_CLIP
     elif profile == "iso":
-        labels = [
-            continent_of_iso(country_iso(country)) or normalize_continent_agl1k(continent) or NO_CONTINENT
-            for country, continent in zip(records["true_country"], records["true_continent"], strict=True)
-        ]
+        labels = map_pairs(
+            records["true_country"],
+            records["true_continent"],
+            lambda country, continent: continent_of_iso(country_iso(country))
+            or normalize_continent_agl1k(continent)
+            or NO_CONTINENT,
+        )
     else:
-        labels = [normalize_continent_agl1k(v) or NO_CONTINENT for v in records["true_continent"]]
+        labels = map_values(records["true_continent"], lambda v: normalize_continent_agl1k(v) or NO_CONTINENT)
     return pd.Series(labels, index=records.index, dtype=object)
 
 
@@ -153,19 +204,21 @@ def leaderboard(
         _check_profile(name)
     if by is not None and by not in GROUP_BY_OPTIONS:
         raise AglwError(f"unknown grouping {by!r}; use one of {', '.join(GROUP_BY_OPTIONS)}")
-    records = prediction_records(store)
+    records = _metric_records(store, human_sounds=by == "speech")
     columns = list(METRIC_KEYS) if by is None else ["group", *METRIC_KEYS]
+    # The per-record work (distinct values normalised once) is done once for every model and
+    # profile; each group is then a handful of array operations.
+    inputs = metric_inputs(records, profiles)
     rows: list[dict[str, Any]] = []
-    for model, model_records in records.groupby("model", sort=True):
+    for model, model_index in records.groupby("model", sort=True).indices.items():
+        model_inputs = inputs.take(model_index)
         for name in profiles:
             if by is None:
-                rows.append(compute_metrics(model_records, name, model=str(model)))
+                rows.append(metrics_of(model_inputs, name, str(model)))
                 continue
-            labels = _group_labels(model_records, name, by)
-            for group, group_records in model_records.groupby(labels, sort=True):
-                rows.append(
-                    {"group": group, **compute_metrics(group_records, name, model=str(model))}
-                )
+            labels = _group_labels(records.iloc[model_index], name, by)
+            for group, group_index in labels.groupby(labels, sort=True).indices.items():
+                rows.append({"group": group, **metrics_of(model_inputs.take(group_index), name, str(model))})
     table = pd.DataFrame(rows, columns=columns)
     sort_keys = (["group"] if by is not None else []) + ["profile", "distance_error_km", "model"]
     return table.sort_values(sort_keys, kind="stable", na_position="last").reset_index(drop=True)

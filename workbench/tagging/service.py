@@ -20,7 +20,7 @@ asked for by key without audio is a failure.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +36,7 @@ from workbench.tagging.assets import LoadedCheckpoint
 from workbench.tagging.inference import AudioTagger, TagResult
 from workbench.tagging.ontology import AudioSetClass
 from workbench.tagging.preprocess import SAMPLE_RATE
+from workbench.tasks import TaskCancelled, TaskContext
 
 log = logging.getLogger(__name__)
 
@@ -77,15 +78,23 @@ class _ClipJob:
     content_hash: str | None
 
 
-def _decode(job: _ClipJob) -> np.ndarray:
+def _resolve(job: _ClipJob) -> Path:
     from workbench.media import clip_audio
 
     status = clip_audio(job.key, job.audio_path, job.media_roots)
     if not status.ok or status.path is None:
         raise InputError(status.message or f"clip {job.key}: no audio")
-    path = status.path
+    return status.path
+
+
+def decode_for_tagging(path: str | Path) -> np.ndarray:
+    """The tagger's input: the recording as mono at 32 kHz (both engines decode through this)."""
     audio = load_audio(path, sample_rate=SAMPLE_RATE, mono=True)
     return audio.samples[:, 0]
+
+
+def _decode(job: _ClipJob) -> np.ndarray:
+    return decode_for_tagging(_resolve(job))
 
 
 def _select_jobs(store: Store, clip_keys: Sequence[str] | None) -> list[_ClipJob]:
@@ -157,6 +166,45 @@ def _prefetch(jobs: Sequence[_ClipJob], workers: int) -> Iterator[tuple[_ClipJob
             yield job, future
 
 
+Outcome = tuple[_ClipJob, "TagResult | None", str]
+
+
+def _local_outcomes(jobs: Sequence[_ClipJob], tagger: AudioTagger, workers: int) -> Iterator[Outcome]:
+    """Decode ahead in threads, tag here; (job, result, '') or (job, None, error) per clip."""
+    for job, decoded in _prefetch(jobs, workers):
+        try:
+            yield job, tagger.tag(decoded.result()), ""
+        except (AglwError, ValueError) as exc:
+            yield job, None, str(exc)
+
+
+def _ray_outcomes(jobs: Sequence[_ClipJob], checkpoint: LoadedCheckpoint, *, device: str, batch_size: int,
+                  address: str | None, workers: int) -> Iterator[Outcome]:
+    """The same outcomes from a Ray actor pool (see :mod:`workbench.pool.tagging`)."""
+    from workbench.pool.tagging import ray_tag
+
+    resolved: list[tuple[_ClipJob, Path]] = []
+    for job in jobs:
+        try:
+            resolved.append((job, _resolve(job)))
+        except AglwError as exc:
+            yield job, None, str(exc)
+    by_key = {job.key: job for job, _ in resolved}
+    shards = ray_tag(
+        [(job.key, str(path)) for job, path in resolved], arch=checkpoint.arch,
+        state_dict=checkpoint.model.state_dict(), batch_size=batch_size, address=address, workers=workers,
+        gpus_per_actor=1.0 if device.startswith("cuda") else 0.0,
+    )
+    for shard in shards:
+        for remote in shard:
+            job = by_key[remote.key]
+            if remote.error or remote.probabilities is None:
+                yield job, None, remote.error or "tagging failed on a Ray worker"
+            else:
+                yield job, TagResult(remote.probabilities, remote.duration_s, remote.n_windows, remote.timeline,
+                                     remote.timeline_hop_s), ""
+
+
 def _store_result(
     store: Store, run_id: int, job: _ClipJob, result: TagResult, classes: Sequence[AudioSetClass]
 ) -> None:
@@ -211,9 +259,9 @@ def tag_clips(
     workers: int = 2,
     batch_size: int = 16,
     fresh_run: bool = False,
-    progress: Callable[[int], None] | None = None,
-    on_start: Callable[[int], None] | None = None,
-    should_cancel: Callable[[], bool] | None = None,
+    task: TaskContext | None = None,
+    engine: str = "local",
+    ray_address: str | None = None,
 ) -> TagRunSummary:
     """Tag the project's clips (all, or those keys) and store the results run by run.
 
@@ -235,13 +283,16 @@ def tag_clips(
         Windows per forward pass.
     fresh_run
         Start a new run instead of resuming the latest matching one.
-    progress
-        Called with 1 after each clip (tagged, failed or skipped).
-    on_start
-        Called once with the number of clips selected.
-    should_cancel
-        Checked before each clip; when it returns True the run stops, is marked
-        ``cancelled`` and a later call resumes it.
+    engine, ray_address
+        ``local`` (decoding threads and the model in this process) or ``ray``: decoding and the
+        model run on a Ray actor pool (``workers`` actors, one model load each, a GPU each when
+        ``device`` is cuda), at ``ray_address`` or on a local Ray instance. Either way this
+        process stores every result, one clip per transaction, so the rows and the resume
+        rules are the same; a run started on one engine is resumed by the other.
+    task
+        Progress and cancel: the total is the clips selected (those done before count as
+        done at once); each clip tagged or failed is one item. A cancel stops after the clip
+        in hand is stored; the run is marked ``cancelled`` and a later call resumes it.
 
     Returns
     -------
@@ -252,6 +303,15 @@ def tag_clips(
         raise AglwError(f"the class index has {len(classes)} classes but the model outputs {checkpoint.model.classifier[-1].out_features}")
     if workers < 1:
         raise InputError(f"--workers must be at least 1, got {workers}")
+    if engine not in ("local", "ray"):
+        raise InputError(f"--engine {engine!r}: expected local or ray")
+    if engine == "local" and ray_address:
+        raise InputError("--ray-address goes with --engine ray")
+    if engine == "ray":
+        from workbench.pool.engines import connect_ray
+
+        # Joined before the run is opened: a wrong address is the first thing the user hears about.
+        connect_ray(ray_address, workers)
     jobs = _select_jobs(store, clip_keys)
     unlinked: list[str] = []
     if not clip_keys:
@@ -271,37 +331,38 @@ def tag_clips(
         )
     todo = [job for job in jobs if job.clip_id not in done]
     summary.n_skipped = len(jobs) - len(todo)
-    if on_start is not None:
-        on_start(len(jobs))
-    if progress is not None and summary.n_skipped:
-        progress(summary.n_skipped)
-    tagger = AudioTagger(checkpoint.model, device=device, batch_size=batch_size)
+    task = task or TaskContext()
+    task.set_total(len(jobs))
+    if summary.n_skipped:
+        task.advance(summary.n_skipped)
+    tagger = AudioTagger(checkpoint.model, device=device, batch_size=batch_size) if engine == "local" else None
     final_status = "failed"
     try:
-        cancelled = False
-        for job, decoded in _prefetch(todo, workers):
-            if should_cancel is not None and should_cancel():
-                cancelled = True
-                break
-            try:
-                result = tagger.tag(decoded.result())
-            except (AglwError, ValueError) as exc:
-                message = str(exc)
+        task.check_cancel()
+        if tagger is not None:
+            outcomes = _local_outcomes(todo, tagger, workers)
+        else:
+            outcomes = _ray_outcomes(todo, checkpoint, device=device, batch_size=batch_size,
+                                     address=ray_address, workers=workers)
+        for job, result, error in outcomes:
+            if result is None:
+                message = error
                 # One line per clip would bury the summary (4,328 lines for a pool): -v shows them.
                 log.info("tagging clip %s failed: %s", job.key, message)
                 _store_failure(store, run_id, job, message)
                 summary.failures.append(ClipFailure(job.key, message))
+                task.item_done(job.key, False, message)
             else:
                 _store_result(store, run_id, job, result, classes)
                 summary.n_tagged += 1
-            if progress is not None:
-                progress(1)
-        final_status = "cancelled" if cancelled else "done"
-    except KeyboardInterrupt:
+                task.item_done(job.key)
+        final_status = "done"
+    except (TaskCancelled, KeyboardInterrupt):
         final_status = "cancelled"
         raise
     finally:
-        tagger.close()
+        if tagger is not None:
+            tagger.close()
         with store.write() as session:
             run = session.get(TaggerRun, run_id)
             run.status = final_status

@@ -1,8 +1,10 @@
 """Review service: what the review workbench shows, as plain dataclasses.
 
 The GUI's clip browser, review queue and evidence panels read everything through
-:class:`ReviewService`; it returns frozen dataclasses (never live ORM rows), so the
-results can cross threads and outlive their database session.
+:class:`ReviewService`; it returns the frozen dataclasses of :mod:`workbench.review.views`
+(never live ORM rows), so the results can cross threads and outlive their database session.
+The pure rules are in :mod:`workbench.review.rules`, the direction view in
+:mod:`workbench.review.direction`.
 
 Definitions used throughout
 ---------------------------
@@ -22,15 +24,14 @@ review status (for one annotator)
     ``reviewed`` when the annotator recorded a decision for the clip, ``in progress``
     when they recorded any other label for it, else ``unreviewed``.
 labels entered (blind mode)
-    See :func:`labels_entered`.
+    See :func:`workbench.review.rules.labels_entered`.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,344 +49,43 @@ from storage.models import (
     CurationCategoryResult,
     CurationClipResult,
     CurationRun,
-    JudgeRun,
-    Judgment,
     MediaRoot,
     Prediction,
     Tag,
-    TaggerRun,
     TagTimeline,
 )
 from workbench.errors import InputError
 from workbench.labels import clip_id_for_key
 from workbench.project import current_tagger_run, latest_judgments
+from workbench.review.rules import (
+    IN_PROGRESS,
+    REVIEWED,
+    UNREVIEWED,
+    default_alm_run_id,
+    judge_disagreement,
+)
+from workbench.review.views import (
+    AudioSource,
+    CategoryRow,
+    ClipDetail,
+    ClipLabelState,
+    ClipRow,
+    ExpertLabelView,
+    JudgmentView,
+    PredictionView,
+    TagView,
+    TimelineView,
+)
 from workbench.speech import SPEECH_CLASS_ID as SPEECH_ID  # the one speech rule
 
 DEFAULT_TAU = 0.15
 DEFAULT_TOP_N = 10
 DEFAULT_THETA = 0.0
 
-REVIEWED = "reviewed"
-IN_PROGRESS = "in progress"
-UNREVIEWED = "unreviewed"
-
-
-# --------------------------------------------------------------------------- dataclasses
-
-
-@dataclass(frozen=True)
-class ClipRow:
-    """One row of the clip browser."""
-
-    clip_id: int
-    key: str
-    title: str
-    country: str | None
-    continent: str | None
-    speech: bool | None
-    review_status: str
-    judge_disagreement: float | None
-    localizability: float | None
-    percentile: float | None
-    theta: float
-    quality_flags: tuple[str, ...]
-    is_demo: bool
-    duration_s: float | None
-    city: str | None = None  # for the browser's search
-
-    @property
-    def distance_from_theta(self) -> float | None:
-        """``|localizability − θ|``, or None without a curation run."""
-        if self.localizability is None:
-            return None
-        return abs(self.localizability - self.theta)
-
-
-@dataclass(frozen=True)
-class PredictionView:
-    """One ALM's answer for the clip, with its error."""
-
-    alm_run_id: int
-    model: str
-    is_demo: bool
-    predicted_city: str | None
-    predicted_country: str | None
-    predicted_continent: str | None
-    predicted_latitude: str | None
-    predicted_longitude: str | None
-    error_km: float | None
-    reasoning: str
-
-
-@dataclass(frozen=True)
-class TagView:
-    audioset_id: str
-    name: str
-    root: str
-    probability: float
-
-
-@dataclass(frozen=True)
-class TimelineView:
-    audioset_id: str
-    name: str
-    hop_s: float
-    values: tuple[float, ...]
-
-
-@dataclass(frozen=True)
-class JudgmentView:
-    """One judge's verdict on one category; ``alm_run_id`` is the ALM whose reasoning the
-    judge's run read (None when the run did not record it)."""
-
-    judge_name: str
-    judge_run_id: int
-    contribution: int | None
-    effect: str | None
-    evidence: str | None
-    status: str
-    alm_run_id: int | None = None
-
-
-@dataclass(frozen=True)
-class ExpertLabelView:
-    annotator_id: int
-    annotator_name: str
-    contribution: int | None
-    effect: str | None
-    polarity: str | None
-
-
-@dataclass(frozen=True)
-class CategoryRow:
-    """One detected category of a clip: judges, consensus, fitted polarity, the expert's label.
-
-    ``polarity`` is the category's polarity in the latest curation run (expert overrides of
-    that run applied), ``fitted_polarity`` the one fitted from the data; ``expert_polarity``
-    is the expert's per-clip polarity for this category and ``expert_category_polarity`` the
-    expert's pool-wide override (curation-model.md section 4; None = none set).
-
-    ``alm_judgments`` holds every judge's latest run per ALM on this clip; ``judgments``
-    (judge name → view) and ``consensus`` are those of the detail's ALM only
-    (:meth:`ClipDetail.for_alm`).
-    """
-
-    category_id: str
-    name: str
-    root: str
-    tag_probability: float | None
-    judgments: dict[str, JudgmentView]
-    consensus: float | None
-    fitted_polarity: str | None
-    polarity: str | None
-    expert_contribution: int | None
-    expert_effect: str | None
-    expert_polarity: str | None
-    other_experts: tuple[ExpertLabelView, ...]
-    expert_category_polarity: str | None = None
-    alm_judgments: tuple[JudgmentView, ...] = ()
-    expert_version: int = 0  # version of the expert's stored label row (0: none yet)
-
-
-@dataclass(frozen=True)
-class ClipLabelState:
-    rating: int | None = None
-    decision: str | None = None
-    note: str | None = None
-    version: int = 0  # the stored row's version (0: none yet); edits are checked against it
-
-
-@dataclass(frozen=True)
-class ClipDetail:
-    """Everything the evidence panels show for one clip.
-
-    ``alm_run_id`` is the ALM whose judges ``judge_names`` and the categories' ``judgments``
-    and ``consensus`` refer to (see :meth:`for_alm`); None only for a clip without predictions.
-    """
-
-    clip_id: int
-    key: str
-    title: str
-    description: str
-    city: str | None
-    country: str | None
-    continent: str | None
-    latitude: float | None
-    longitude: float | None
-    is_demo: bool
-    audio_path: Path | None
-    audio_problem: str | None
-    n_channels: int | None
-    sample_rate: int | None
-    duration_s: float | None
-    layout: str | None
-    predictions: tuple[PredictionView, ...]
-    tags: tuple[TagView, ...]
-    timelines: tuple[TimelineView, ...]
-    categories: tuple[CategoryRow, ...]
-    judge_names: tuple[str, ...]
-    own_label: ClipLabelState
-    other_clip_labels: tuple[tuple[str, ClipLabelState], ...]
-    localizability: float | None
-    percentile: float | None
-    candidate: bool | None
-    theta: float
-    quality_flags: tuple[str, ...]
-    quality: dict[str, float | None] = field(default_factory=dict)
-    alm_run_id: int | None = None
-
-    def category(self, category_id: str) -> CategoryRow:
-        for row in self.categories:
-            if row.category_id == category_id:
-                return row
-        raise KeyError(category_id)
-
-    @property
-    def prediction(self) -> PredictionView | None:
-        """The prediction of the detail's ALM (None without one)."""
-        for prediction in self.predictions:
-            if prediction.alm_run_id == self.alm_run_id:
-                return prediction
-        return None
-
-    def for_alm(self, alm_run_id: int | None) -> ClipDetail:
-        """This detail with the judges, their verdicts and the consensus of one ALM.
-
-        Each judge counts with its latest run on ``alm_run_id`` (a run that recorded no ALM
-        counts for every ALM); judges that only read another ALM's reasoning are left out.
-
-        Parameters
-        ----------
-        alm_run_id
-            One of the clip's predictions' ALM runs; None (a clip without predictions) takes
-            each judge's latest run whatever its ALM.
-
-        Raises
-        ------
-        KeyError
-            If the clip has no prediction of ``alm_run_id``.
-        """
-        if alm_run_id is not None and all(p.alm_run_id != alm_run_id for p in self.predictions):
-            raise KeyError(alm_run_id)
-        latest_run: dict[str, int] = {}
-        for row in self.categories:
-            for view in row.alm_judgments:
-                if alm_run_id is None or view.alm_run_id in (alm_run_id, None):
-                    latest_run[view.judge_name] = max(latest_run.get(view.judge_name, -1), view.judge_run_id)
-        categories = []
-        for row in self.categories:
-            views = {v.judge_name: v for v in row.alm_judgments if latest_run.get(v.judge_name) == v.judge_run_id}
-            categories.append(replace(row, judgments=views, consensus=_consensus(views.values())))
-        return replace(self, categories=tuple(categories), judge_names=tuple(sorted(latest_run)), alm_run_id=alm_run_id)
-
-
-@dataclass(frozen=True)
-class AudioSource:
-    """A clip's recording: the resolved file (or why there is none) and its layout."""
-
-    clip_id: int
-    key: str
-    audio_path: Path | None
-    audio_problem: str | None
-    layout: str | None
-
-
-# --------------------------------------------------------------------------- pure rules
-
-
-def judge_disagreement(scores_by_category: dict[str, Sequence[int | None]]) -> float | None:
-    """Mean over categories of (max − min) / 3 of the valid judge scores (see module docstring).
-
-    Parameters
-    ----------
-    scores_by_category
-        Category id → the judges' scores on the 0–3 rubric (``None`` = failed judgment).
-
-    Returns
-    -------
-    float or None
-        In [0, 1]; None when no category has at least two valid scores.
-    """
-    ranges = []
-    for scores in scores_by_category.values():
-        valid = [s for s in scores if s is not None]
-        if len(valid) >= 2:
-            ranges.append((max(valid) - min(valid)) / 3.0)
-    return sum(ranges) / len(ranges) if ranges else None
-
-
-def review_queue_key(row: ClipRow) -> tuple:
-    """Sort key of the review queue: the most informative clips first.
-
-    The rule, applied lexicographically:
-
-    1. clips the annotator has not finished (status other than ``reviewed``) first;
-    2. higher judge disagreement first (clips without a disagreement value after
-       every clip that has one);
-    3. localizability nearer the threshold θ first (``|l − θ|`` ascending; clips
-       without a curation result after those with one);
-    4. clip key, then clip id, ascending — a stable tie-break.
-
-    Disagreement is rounded to 9 decimals so that float noise does not override rule 3.
-    """
-    finished = row.review_status == REVIEWED
-    disagreement = row.judge_disagreement
-    distance = row.distance_from_theta
-    return (
-        finished,
-        disagreement is None,
-        -round(disagreement, 9) if disagreement is not None else 0.0,
-        distance is None,
-        distance if distance is not None else 0.0,
-        row.key,
-        row.clip_id,
-    )
-
-
-def review_queue(rows: Iterable[ClipRow]) -> list[ClipRow]:
-    """The rows ordered by :func:`review_queue_key`."""
-    return sorted(rows, key=review_queue_key)
-
-
-def labels_entered(detail: ClipDetail, *, revealed: bool = False) -> bool:
-    """Whether the expert has "entered their own labels" for a clip (blind mode).
-
-    True when the expert gave a contribution for every detected category of the
-    clip, or when they rated the clip (1–5) and then asked explicitly to reveal the
-    judges (``revealed``). A clip without detected categories counts as entered once
-    it is rated. Until then blind mode hides the judges' columns and other experts'
-    labels.
-    """
-    rated = detail.own_label.rating is not None
-    if revealed and rated:
-        return True
-    if not detail.categories:
-        return rated
-    return all(row.expert_contribution is not None for row in detail.categories)
-
-
-# --------------------------------------------------------------------------- the service
-
 
 def _finite(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
-
-def _consensus(views: Iterable[JudgmentView]) -> float | None:
-    """The mean valid judge score divided by 3 (module docstring); None without one."""
-    valid = [v.contribution for v in views if v.status == "ok" and v.contribution is not None]
-    return sum(valid) / len(valid) / 3.0 if valid else None
-
-
-def default_alm_run_id(predictions: Sequence[PredictionView], judged: Iterable[int | None]) -> int | None:
-    """The ALM a clip's detail shows first: the first prediction (by model name) whose ALM
-    has judge runs on the clip (``judged``: the ALM run ids of those runs), else the first
-    prediction; None without predictions."""
-    judged_ids = set(judged)
-    for prediction in predictions:
-        if prediction.alm_run_id in judged_ids:
-            return prediction.alm_run_id
-    return predictions[0].alm_run_id if predictions else None
 
 
 class ReviewService:
@@ -739,11 +439,15 @@ def _resolve_audio(clip: Clip, roots: list[Path]) -> tuple[Path | None, str | No
 
 
 def _prediction_view(prediction: Prediction, run: AlmRun, clip: Clip) -> PredictionView:
-    from workbench.metrics.core import prediction_error_km
+    from workbench.metrics.distance import prediction_error_km
 
-    true_lat = prediction.true_latitude if prediction.true_latitude is not None else clip.latitude
-    true_lon = prediction.true_longitude if prediction.true_longitude is not None else clip.longitude
-    error = prediction_error_km(true_lat, true_lon, prediction.predicted_latitude, prediction.predicted_longitude)
+    if prediction.distance_error_km is not None:
+        error: float | None = prediction.distance_error_km  # stored at import
+    else:
+        # Undefined, or a record without its own true position: measured from the clip's.
+        true_lat = prediction.true_latitude if prediction.true_latitude is not None else clip.latitude
+        true_lon = prediction.true_longitude if prediction.true_longitude is not None else clip.longitude
+        error = prediction_error_km(true_lat, true_lon, prediction.predicted_latitude, prediction.predicted_longitude)
     return PredictionView(
         alm_run_id=run.id,
         model=run.model,
@@ -756,183 +460,3 @@ def _prediction_view(prediction: Prediction, run: AlmRun, clip: Clip) -> Predict
         error_km=_finite(error),
         reasoning=prediction.reasoning or prediction.model_output or "",
     )
-
-
-# --------------------------------------------------------------------------- direction view
-
-
-@dataclass(frozen=True)
-class DirectionImage:
-    """What the direction view shows, time-aligned with the spectrogram.
-
-    Attributes
-    ----------
-    kind
-        ``azimuth`` (FOA: energy per azimuth bin × frame), ``lateral`` (binaural / AB:
-        frames per lateral-angle bin, front/back mirror ambiguous), ``panorama``
-        (coincident or plain stereo: level panorama index), or ``none`` (mono or no
-        usable direction; ``image`` is None and ``note`` says why).
-    image
-        float32 shaped (n_direction_bins, n_frames), rows from ``y_range[0]`` upwards.
-    t0, t1
-        Time span covered by the columns.
-    y_range
-        Direction value at the bottom and top edge of the image.
-    y_label
-        Axis label.
-    note
-        A sentence for the user (the mirror caveat, or why nothing is shown).
-    """
-
-    kind: str
-    image: Any
-    t0: float
-    t1: float
-    y_range: tuple[float, float]
-    y_label: str
-    note: str
-
-
-AB_SPACING_SETTING = "ab_spacing_m"
-AB_NEEDS_SPACING = (
-    "AB (spaced pair) recording: its direction view needs the microphone spacing. Set it in "
-    "config.toml, e.g. `ab_spacing_m = 0.5` (metres), or choose another layout for the clip."
-)
-
-
-def ab_spacing_from_config() -> tuple[float | None, str | None]:
-    """The AB microphone spacing configured for the direction view.
-
-    Read from the ``ab_spacing_m`` key (metres) of the user's ``config.toml``. There is no
-    built-in default: a guessed spacing would silently give wrong angles.
-
-    Returns
-    -------
-    tuple[float or None, str or None]
-        The spacing (None when unset or unusable) and, when the configured value is unusable
-        or the file cannot be read, a sentence saying why.
-    """
-    from workbench.config import Settings
-
-    try:
-        value = Settings.load().extra.get(AB_SPACING_SETTING)
-    except InputError as exc:
-        return None, str(exc)
-    if value is None:
-        return None, None
-    try:
-        spacing = float(value)
-    except (TypeError, ValueError):
-        spacing = float("nan")
-    if not (math.isfinite(spacing) and 0.0 < spacing <= 100.0):
-        return None, f"config.toml: {AB_SPACING_SETTING} = {value!r} is not a spacing in metres (0 < d <= 100)"
-    return spacing, None
-
-
-def _none(note: str) -> DirectionImage:
-    return DirectionImage("none", None, 0.0, 0.0, (0.0, 1.0), "", note)
-
-
-def _time_span(times: Any) -> tuple[float, float]:
-    if not len(times):
-        return 0.0, 0.0
-    step = float(times[1] - times[0]) if len(times) > 1 else 0.1
-    return float(times[0] - step / 2), float(times[-1] + step / 2)
-
-
-def direction_image(
-    path: Path,
-    layout: str | None,
-    n_channels: int,
-    *,
-    spacing_m: float | None = None,
-    audio: Any = None,
-) -> DirectionImage:
-    """Compute the direction view of an audio file for its layout (spatial.md).
-
-    Parameters
-    ----------
-    path
-        The audio file.
-    layout
-        The clip's layout (override already applied); None detects it from the channel count.
-    n_channels
-        Channels in the file.
-    spacing_m
-        Microphone spacing of an AB pair in metres (see :func:`ab_spacing_from_config`).
-        Without it an AB clip gets no view, only a note saying what to set.
-    audio
-        The file already decoded (:class:`workbench.audio.loader.AudioData`): the analysis
-        then runs on its samples instead of decoding the file again.
-
-    Returns
-    -------
-    DirectionImage
-        ``kind`` ``none`` with a note for mono recordings and for AB without a spacing.
-    """
-    import numpy as np
-
-    from workbench.audio import direction
-
-    chosen = layout or ("ambix" if n_channels == 4 else "stereo" if n_channels >= 2 else "mono")
-    if n_channels < 2 or chosen == "mono":
-        return _none("Mono recording: it carries no direction information.")
-    if chosen == "ab" and not (spacing_m is not None and spacing_m > 0):
-        return _none(AB_NEEDS_SPACING)
-    if chosen in direction.FOA_LAYOUTS:
-        if audio is not None and n_channels >= 4:
-            samples = audio.samples[:, :4]
-            if chosen == "fuma":
-                samples = direction.fuma_to_ambix(samples)
-            heatmap = direction.foa_heatmap(samples, audio.sample_rate)
-        else:
-            heatmap = direction.foa_heatmap_file(path, layout=chosen)
-        values = np.asarray(heatmap.values, dtype=np.float32)
-        peak = float(values.max()) if values.size else 0.0
-        image = values / peak if peak > 0 else values
-        t0, t1 = _time_span(np.asarray(heatmap.times, dtype=float))
-        edges = heatmap.azimuth_edges_deg
-        return DirectionImage(
-            "azimuth", image, t0, t1, (float(edges[0]), float(edges[-1])),
-            "azimuth (°, +90 = left)", "FOA azimuth × time (direct energy; counter-clockwise from the front).",
-        )
-    times, values = _pair_values(path, chosen, spacing_m, audio)
-    if chosen in direction.PANORAMA_LAYOUTS:
-        edges = np.linspace(-1.0, 1.0, 41)
-        kind, label = "panorama", "panorama index (+1 = left)"
-        note = f"{chosen}: a level panorama index, not an angle."
-    else:
-        edges = np.linspace(-90.0, 90.0, 37)
-        kind, label = "lateral", "lateral angle (°, +90 = left)"
-        note = "Lateral angle from the time difference: front and back cannot be told apart (each angle has a mirror)."
-        if chosen == "ab":
-            note = f"AB pair, spacing {spacing_m:g} m (config.toml {AB_SPACING_SETTING}). " + note
-    image = np.zeros((len(edges) - 1, len(times)), dtype=np.float32)
-    valid = np.isfinite(values)
-    rows = np.clip(np.searchsorted(edges, values[valid], side="right") - 1, 0, len(edges) - 2)
-    image[rows, np.flatnonzero(valid)] = 1.0
-    t0, t1 = _time_span(times)
-    return DirectionImage(kind, image, t0, t1, (float(edges[0]), float(edges[-1])), label, note)
-
-
-def _pair_values(path: Path, layout: str, spacing_m: float | None, audio: Any) -> tuple[Any, Any]:
-    """Frame times and per-frame panorama index (panorama layouts) or lateral angle in degrees.
-
-    From the decoded samples when given (:func:`~workbench.audio.direction.analyze_direction_samples`,
-    the same result as the file analysis), else from the file (``analyze_direction``).
-    """
-    import numpy as np
-
-    from workbench.audio import direction
-
-    if audio is None:
-        result = direction.analyze_direction(path, layout=layout, spacing_m=spacing_m)
-    else:
-        result = direction.analyze_direction_samples(
-            audio.samples, audio.sample_rate, layout=layout, spacing_m=spacing_m, name=str(path)
-        )
-    frames = result["frames"]
-    times = np.array([f["t"] for f in frames], dtype=float)
-    key = "panorama_index" if layout in direction.PANORAMA_LAYOUTS else "lateral_deg"
-    values = np.array([np.nan if f.get(key) is None else f[key] for f in frames], dtype=float)
-    return times, values

@@ -1,0 +1,199 @@
+"""Spatial events as human labels: commands, history, undo/redo, per annotator, import all or nothing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from sqlalchemy import inspect
+from sqlmodel import select
+
+from storage.errors import ConflictError
+from storage.models import Clip, Dataset, LabelHistory, SpatialEvent
+from workbench.commands import CommandStack
+from workbench.errors import InputError
+from workbench.events.commands import AddEvent, DeleteEvent, EditEvent
+from workbench.events.model import SpatialEventData
+from workbench.events.service import EventService
+from workbench.events.starss23 import events_to_rows, format_rows, parse_metadata_text, rows_to_events
+from workbench.labels import LabelService
+
+
+def _clip(store, key: str = "scene_1", duration_s: float | None = 10.0, layout: str = "ambix") -> int:
+    with store.write() as s:
+        ds = Dataset(name=f"d-{key}")
+        s.add(ds)
+        s.flush()
+        clip = Clip(dataset_id=ds.id, key=key, duration_s=duration_s, layout=layout, n_channels=4)
+        s.add(clip)
+        s.flush()
+        return int(clip.id)
+
+
+def _event(**kw) -> SpatialEventData:
+    base = dict(onset_s=1.0, offset_s=2.0, class_name="male speech", track=((30.0, 10.0),))
+    base.update(kw)
+    return SpatialEventData(**base)
+
+
+def test_the_migration_creates_the_events_table(store) -> None:
+    columns = {c["name"] for c in inspect(store.engine).get_columns("spatial_event")}
+    assert {"uid", "annotator_id", "clip_id", "onset_s", "offset_s", "class_name", "source_index", "track",
+            "distance_cm", "front_back", "confidence", "note", "deleted", "version"} <= columns
+
+
+def test_a_project_from_before_the_events_is_migrated_and_the_migration_reverses(sqlite_path) -> None:
+    from alembic import command
+
+    from storage import open_store
+    from storage.db import Store, _alembic_config, create_store_engine, resolve_url, run_migrations
+
+    url = resolve_url(sqlite_path)
+    old = Store(url=url, engine=create_store_engine(url))
+    run_migrations(old, "0004")
+    assert "spatial_event" not in inspect(old.engine).get_table_names()
+    old.dispose()
+    store = open_store(sqlite_path)  # backed up, then migrated to head
+    assert "spatial_event" in inspect(store.engine).get_table_names()
+    command.downgrade(_alembic_config(store), "0004")
+    assert "spatial_event" not in inspect(store.engine).get_table_names()
+    run_migrations(store, "head")
+    assert "spatial_event" in inspect(store.engine).get_table_names()
+    store.dispose()
+
+
+def test_add_edit_delete_undo_redo_with_history(any_store) -> None:
+    clip = _clip(any_store)
+    ana = LabelService(any_store).ensure_annotator("ana")
+    service = EventService(any_store)
+    stack = CommandStack()
+
+    add = AddEvent(service, ana.id, clip, _event())
+    stack.push(add)
+    [stored] = service.events(clip)
+    assert stored.uid == add.uid and stored.track == ((30.0, 10.0),) and stored.annotator_id == ana.id
+
+    stack.push(EditEvent(service, stored, track=[(45.0, 5.0)], confidence=0.8))
+    [edited] = service.events(clip)
+    assert edited.track == ((45.0, 5.0),) and edited.confidence == 0.8
+
+    stack.push(DeleteEvent(service, edited))
+    assert service.events(clip) == []
+
+    stack.undo()  # the delete
+    assert [e.uid for e in service.events(clip)] == [add.uid]
+    stack.undo()  # the edit
+    [back] = service.events(clip)
+    assert back.track == ((30.0, 10.0),) and back.confidence is None
+    stack.undo()  # the add
+    assert service.events(clip) == []
+    stack.redo()
+    stack.redo()
+    [again] = service.events(clip)
+    assert again.uid == add.uid and again.track == ((45.0, 5.0),)
+
+    with any_store.session() as s:
+        history = s.exec(select(LabelHistory).where(LabelHistory.entity == "spatial_event")
+                         .order_by(LabelHistory.id)).all()
+    assert [h.action for h in history] == ["do", "do", "do", "undo", "undo", "undo", "redo", "redo"]
+    assert all(h.field == f"event:{add.uid}" and h.annotator_id == ana.id for h in history)
+    assert history[0].old_value is None
+    assert json.loads(history[1].new_value)["track"] == [[45.0, 5.0]]
+
+
+def test_events_are_per_annotator(store) -> None:
+    clip = _clip(store)
+    labels = LabelService(store)
+    ana, ben = labels.ensure_annotator("ana"), labels.ensure_annotator("ben")
+    service = EventService(store)
+    CommandStack().push(AddEvent(service, ana.id, clip, _event()))
+    CommandStack().push(AddEvent(service, ben.id, clip, _event(class_name="door")))
+    assert [e.class_name for e in service.events(clip, ana.id)] == ["male speech"]
+    assert [e.class_name for e in service.events(clip, ben.id)] == ["door"]
+
+
+def test_an_edit_based_on_an_old_version_is_refused(store) -> None:
+    clip = _clip(store)
+    ana = LabelService(store).ensure_annotator("ana")
+    service = EventService(store)
+    CommandStack().push(AddEvent(service, ana.id, clip, _event()))
+    [seen] = service.events(clip)
+    CommandStack().push(EditEvent(service, seen, note="first"))
+    with pytest.raises(ConflictError):
+        CommandStack().push(EditEvent(service, seen, note="second"))  # still based on version 1
+    [now] = service.events(clip)
+    assert now.note == "first"
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        (dict(offset_s=12.0), "past the clip's end"),
+        (dict(track=((190.0, 0.0),)), "azimuth"),
+        (dict(track=((10.0, 95.0),)), "elevation"),
+        (dict(front_back="back"), "front/back"),
+        (dict(confidence=1.5), "confidence"),
+        (dict(offset_s=0.5), "not after onset"),
+    ],
+)
+def test_bad_events_are_refused_and_nothing_is_stored(store, changes, message) -> None:
+    clip = _clip(store)
+    ana = LabelService(store).ensure_annotator("ana")
+    service = EventService(store)
+    with pytest.raises(InputError, match=message):
+        CommandStack().push(AddEvent(service, ana.id, clip, _event(**changes)))
+    with store.session() as s:
+        assert s.exec(select(SpatialEvent)).all() == []
+
+
+def test_two_channel_events_keep_the_experts_front_back_choice(store) -> None:
+    clip = _clip(store, layout="binaural")
+    ana = LabelService(store).ensure_annotator("ana")
+    service = EventService(store)
+    event = _event(direction_kind="lateral", track=((40.0, 0.0),), front_back="undecided")
+    CommandStack().push(AddEvent(service, ana.id, clip, event))
+    [stored] = service.events(clip)
+    assert stored.world_azimuth() is None  # never a guess
+    CommandStack().push(EditEvent(service, stored, front_back="back"))
+    [back] = service.events(clip)
+    assert back.world_azimuth() == pytest.approx(140.0)
+
+
+CSV_2024 = (
+    "3,1,0,-50,10,250\n4,1,0,-46,10,250\n4,8,0,120,-20,300\n4,8,1,-120,0,150\n"
+    "5,1,0,-42,11,260\n5,8,1,-121,0,150\n9,12,0,5,5,90\n"
+)
+
+
+def test_import_then_export_is_exact(store) -> None:
+    clip = _clip(store)
+    ana = LabelService(store).ensure_annotator("ana")
+    service = EventService(store)
+    parsed = parse_metadata_text(CSV_2024, "scene_1.csv")
+    uids = service.import_events(ana.id, clip, rows_to_events(parsed))
+    assert len(uids) == 4
+    rows, has_distance = events_to_rows(service.events(clip, ana.id))
+    assert has_distance and format_rows(rows, has_distance) == CSV_2024
+
+
+def test_an_import_is_all_or_nothing(store) -> None:
+    clip = _clip(store, duration_s=0.8)  # 8 frames: the knock at frame 9 lies past the end
+    ana = LabelService(store).ensure_annotator("ana")
+    service = EventService(store)
+    events = rows_to_events(parse_metadata_text(CSV_2024, "scene_1.csv"))
+    with pytest.raises(InputError, match="past the clip's end"):
+        service.import_events(ana.id, clip, events, source="scene_1.csv")
+    assert service.events(clip) == []
+
+
+def test_a_second_import_needs_replace(store) -> None:
+    clip = _clip(store)
+    ana = LabelService(store).ensure_annotator("ana")
+    service = EventService(store)
+    events = rows_to_events(parse_metadata_text(CSV_2024, "scene_1.csv"))
+    service.import_events(ana.id, clip, events)
+    with pytest.raises(InputError, match="--replace"):
+        service.import_events(ana.id, clip, events[:1])
+    service.import_events(ana.id, clip, events[:1], replace=True)
+    assert len(service.events(clip)) == 1
+    assert len(service.events(clip, include_deleted=True)) == 5

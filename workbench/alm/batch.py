@@ -1,0 +1,193 @@
+"""Gemini's Batch API: submit a run at the batch price, collect its answers later (resumable).
+
+Submitting uploads each recording through the Files API (a batch of inline requests may not
+exceed 20 MB, so the requests carry file references, not audio) and creates one batch job; the
+job's name and what each request is (clip, sample, fingerprint, what was sent) are stored with
+the job, so collecting survives a restart. Collecting asks for the batch's state; once it has
+ended, every result is stored exactly as a synchronous answer would be (the same parsing,
+predictions and fingerprints), priced at the batch discount; a failed, expired or cancelled
+batch leaves its clips as stored failures to be asked again. Most batches end within hours,
+all within 24 h; uploads expire after 48 h.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+from workbench.alm.config import AlmConfig, load_alm_config
+from workbench.alm.plan import AlmRunOptions, _Item, _options, _plan, _Plan
+from workbench.alm.prompts import AlmPrompt
+from workbench.alm.providers import AlmRequest, AnswerError, RetryableError, make_provider, read_audio
+from workbench.alm.records import ClipFacts
+from workbench.alm.runner import AlmRunReport, _Outcome, _Runner, new_report, open_job
+from workbench.errors import InputError
+from workbench.tasks import TaskContext
+
+if TYPE_CHECKING:
+    from storage import Store
+
+ENDED_OK = "JOB_STATE_SUCCEEDED"
+ENDED_BADLY = ("JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED")
+
+
+def _state(batch: Any) -> str:
+    state = getattr(batch, "state", None)
+    return str(getattr(state, "value", state) or "")
+
+
+def submit_batch(store: Store, options: AlmRunOptions, *, config: AlmConfig | None = None,
+                 task: TaskContext | None = None) -> AlmRunReport:
+    """Upload the recordings and submit one Gemini batch job; returns with ``stopped`` naming the batch.
+
+    Raises
+    ------
+    InputError
+        A provider other than ``gemini``, or the errors of :func:`workbench.alm.runner.run_alm`.
+    """
+    from google.genai import types
+    from sqlalchemy import update
+
+    from storage.models import AlmJob
+
+    if options.provider != "gemini":
+        raise InputError("--mode batch uses Gemini's Batch API: it needs --provider gemini")
+    task = task or TaskContext()
+    config = config or load_alm_config()
+    plan = _plan(store, options, config)
+    report = new_report(options, plan)
+    if not plan.items:
+        open_job(store, options, plan, report, task)
+        return report
+    provider = make_provider("gemini", plan.settings, api_model=options.api_model_id, base_url=options.base_url,
+                             api_key_env=options.api_key_env)
+    open_job(store, options, plan, report, task)
+    runner = _Runner(store, options, plan, provider, task, report, lambda _s: None, 1)
+    requests: list[Any] = []
+    entries: list[dict[str, Any]] = []
+    failures: list[_Outcome] = []
+    try:
+        for item in plan.items:
+            task.check_cancel()
+            seed = None if options.seed is None else options.seed + item.sample
+            try:
+                audio = read_audio(item.path, provider.accepted_formats, seconds=item.seconds)  # type: ignore[arg-type]
+                request = AlmRequest(item.clip.key, plan.prompt, audio, options.api_model_id, plan.entry, seed)
+                uploaded = provider.upload(request)  # type: ignore[attr-defined]
+            except (AnswerError, RetryableError) as exc:
+                failures.append(_Outcome(item, "failed", f"upload for the batch failed: {exc}"))
+                continue
+            contents, generation = provider.contents_and_config(  # type: ignore[attr-defined]
+                request, provider.file_part(uploaded, audio.mime_type))  # type: ignore[attr-defined]
+            requests.append(types.InlinedRequest(contents=contents, config=generation, metadata={"key": item.label}))
+            entries.append({"label": item.label, "clip": asdict(item.clip), "sample": item.sample,
+                            "fingerprint": item.fingerprint, "cache_key": item.cache_key,
+                            "audio": audio.record("files"), "file": uploaded.name})
+        runner.store_outcomes(failures)
+        runner.announce(failures)
+        batch = None
+        if requests:
+            probe = AlmRequest("batch", plan.prompt, None, options.api_model_id, plan.entry)  # type: ignore[arg-type]
+            batch = provider.create_batch(probe, requests, f"aglw {options.model}")  # type: ignore[attr-defined]
+    finally:
+        provider.close()
+    with store.write() as session:
+        job_options = {**_options(plan.entry), "batch": {
+            "name": getattr(batch, "name", None), "entries": entries,
+            "prompt": {"version": plan.prompt.version, "before": plan.prompt.before, "after": plan.prompt.after}}}
+        session.execute(update(AlmJob).where(AlmJob.id == report.job_id).values(
+            status="submitted" if batch is not None else "failed", options=job_options, failed=len(report.failed)))
+    report.stopped = (f"submitted {len(entries)} request(s) as batch {batch.name} at the batch price; collect the "
+                      "answers with --collect (most batches end within hours, all within 24 h)") if batch is not None \
+        else "nothing was submitted"
+    return report
+
+
+def collect_batches(store: Store, model: str, *, config: AlmConfig | None = None,
+                    task: TaskContext | None = None, base_url: str | None = None) -> AlmRunReport:
+    """Collect the ended Gemini batches of ``model``; a batch still running is left for later.
+
+    Returns
+    -------
+    AlmRunReport
+        Answers stored now, failures (those of a batch that failed, expired or was cancelled, and
+        requests without a result), tokens and cost at the batch price; ``stopped`` lists batches
+        still running.
+    """
+    from sqlalchemy import select, update
+
+    from storage.models import AlmJob, AlmRun, utcnow
+
+    task = task or TaskContext()
+    config = config or load_alm_config()
+    with store.session() as session:
+        jobs = list(session.execute(select(AlmJob, AlmRun.id).join(AlmRun, AlmRun.id == AlmJob.alm_run_id).where(
+            AlmRun.model == model, AlmJob.status == "submitted")).all())
+    report = AlmRunReport(model=model, provider="gemini", api_model="", prompt_version="")
+    if not jobs:
+        report.stopped = f"no submitted batch of model {model!r} to collect"
+        return report
+    waiting: list[str] = []
+    settings = config.provider("gemini")
+    for job, run_id in jobs:
+        batch_info = (job.options or {}).get("batch") or {}
+        report.api_model, report.prompt_version = job.api_model, job.prompt_version
+        prompt_data = batch_info.get("prompt") or {}
+        prompt = AlmPrompt(prompt_data.get("version", job.prompt_version), prompt_data.get("before", ""),
+                           prompt_data.get("after", ""), "stored with the batch")
+        entry = config.model("gemini", job.api_model)
+        provider = make_provider("gemini", settings, api_model=job.api_model, base_url=base_url or job.base_url)
+        try:
+            probe = AlmRequest("batch", prompt, None, job.api_model, entry)  # type: ignore[arg-type]
+            batch = provider.get_batch(probe, batch_info["name"])  # type: ignore[attr-defined]
+            state = _state(batch)
+            if state != ENDED_OK and state not in ENDED_BADLY:
+                waiting.append(f"{batch_info['name']} ({state or 'unknown state'})")
+                continue
+            options = AlmRunOptions(model=model, provider="gemini", api_model=job.api_model, seed=job.seed,
+                                    samples=job.samples)
+            plan = _Plan([], [], [], run_id, entry, settings, config.price(job.api_model), prompt)
+            runner = _Runner(store, options, plan, provider, task, report, lambda _s: None, 1)
+            runner.spent = report.cost_usd or 0.0
+            report.job_id = job.id
+            entries = batch_info.get("entries", [])
+            task.set_total(task.total + len(entries))
+            results = list(getattr(getattr(batch, "dest", None), "inlined_responses", None) or []) if state == ENDED_OK else []
+            by_key = {}
+            for index, result in enumerate(results):
+                key = (getattr(result, "metadata", None) or {}).get("key")
+                by_key[key if key is not None else entries[index]["label"] if index < len(entries) else index] = result
+            outcomes = []
+            discount = settings.batch_discount or 0.5
+            for item_data in entries:
+                item = _Item(ClipFacts(**item_data["clip"]), item_data["sample"], None, None,
+                             item_data["fingerprint"], item_data["cache_key"])
+                result = by_key.get(item_data["label"])
+                if state != ENDED_OK:
+                    outcomes.append(_Outcome(item, "failed", f"the batch ended {state.removeprefix('JOB_STATE_').lower()}; "
+                                             "run again to ask these clips"))
+                elif result is None:
+                    outcomes.append(_Outcome(item, "failed", "no result for this request in the batch"))
+                elif getattr(result, "error", None) is not None:
+                    error = result.error
+                    outcomes.append(_Outcome(item, "failed", f"batch request failed: {getattr(error, 'message', error)}"))
+                else:
+                    try:
+                        from workbench.alm.gemini import reply_from_response
+
+                        reply = reply_from_response(result.response, "files")
+                    except AnswerError as exc:
+                        outcomes.append(_Outcome(item, "failed", str(exc)))
+                        continue
+                    outcomes.append(runner.outcome(item, reply, item_data["audio"], discount=discount))
+            runner.store_outcomes(outcomes)
+            with store.write() as session:
+                session.execute(update(AlmJob).where(AlmJob.id == job.id).values(status="done", finished_at=utcnow()))
+            for item_data in entries:
+                provider.delete(item_data["file"])  # type: ignore[attr-defined]
+            runner.announce(outcomes)
+        finally:
+            provider.close()
+    if waiting:
+        report.stopped = "still running: " + ", ".join(waiting) + "; collect again later"
+    return report

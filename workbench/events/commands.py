@@ -1,0 +1,92 @@
+"""Event edits as commands (house rule 1): add, change, delete, each undoable, on the same
+:class:`workbench.commands.CommandStack` as every other label edit.
+
+Each command persists through :class:`workbench.events.service.EventService` in its own
+transaction, with a history row; undo and redo are version-checked against what this command
+last left (a change made elsewhere in between raises ``ConflictError``; nothing is overwritten).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from workbench.commands import Command
+from workbench.events.model import SpatialEventData
+from workbench.events.service import EventService
+
+
+class AddEvent(Command):
+    """Add an event; undo marks it deleted, redo brings the same event (same id) back."""
+
+    def __init__(self, service: EventService, annotator_id: int, clip_id: int, event: SpatialEventData) -> None:
+        super().__init__()
+        self.service = service
+        self.annotator_id = annotator_id
+        self.clip_id = clip_id
+        self.event = event
+        self.uid = uuid.uuid4().hex
+        self.row_key = ("spatial_event", self.uid)
+        self.description = f"add {event.class_name} event at {event.onset_s:.1f} s"
+
+    def execute(self) -> None:
+        if not self.executed:
+            change = self.service.create(self.annotator_id, self.clip_id, self.event, uid=self.uid,
+                                         command_id=self.command_id)
+        else:
+            change = self.service.update(self.uid, {"deleted": False}, expected_version=self.version,
+                                         command_id=self.command_id, action="redo")
+        self.version = change.version
+        self.executed = True
+
+    def undo(self) -> None:
+        self.version = self.service.update(self.uid, {"deleted": True}, expected_version=self.version,
+                                           command_id=self.command_id, action="undo").version
+
+
+class _ChangeEvent(Command):
+    """Shared mechanics: remember the old values on first execution, write them back on undo."""
+
+    def __init__(self, service: EventService, event: SpatialEventData, values: dict[str, Any]) -> None:
+        super().__init__()
+        if event.uid is None:
+            raise ValueError("the event has no id yet; add it first")
+        self.service = service
+        self.uid = event.uid
+        self.clip_id = event.clip_id
+        self.values = dict(values)
+        self.previous: dict[str, Any] | None = None
+        self.version = event.version or None
+        self.row_key = ("spatial_event", self.uid)
+
+    def execute(self) -> None:
+        change = self.service.update(self.uid, self.values, expected_version=self.version,
+                                     command_id=self.command_id, action="redo" if self.executed else "do")
+        if self.previous is None:
+            self.previous = change.old
+        self.version = change.version
+        self.executed = True
+
+    def undo(self) -> None:
+        if self.previous is None:
+            raise RuntimeError("cannot undo a command that never ran")
+        self.version = self.service.update(self.uid, self.previous, expected_version=self.version,
+                                           command_id=self.command_id, action="undo").version
+
+
+class EditEvent(_ChangeEvent):
+    """Change fields of an event (span, class, direction track, distance, front/back, confidence, note)."""
+
+    def __init__(self, service: EventService, event: SpatialEventData, **values: Any) -> None:
+        if "track" in values:
+            values["track"] = [list(t) for t in values["track"]]
+        super().__init__(service, event, values)
+        self.description = f"change {', '.join(values)} of {event.class_name} event"
+
+
+class DeleteEvent(_ChangeEvent):
+    """Delete an event (kept in the store as deleted, so undo restores the same event)."""
+
+    def __init__(self, service: EventService, event: SpatialEventData) -> None:
+        super().__init__(service, event, {"deleted": True})
+        self.description = f"delete {event.class_name} event at {event.onset_s:.1f} s"

@@ -1,0 +1,227 @@
+"""The file jobs behind ``aglw events``: import/export STARSS23 files, evaluate folders, write and
+score spatial QA (the CLI parses and prints; this does the work, so the GUI can call it too)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from sqlmodel import select
+
+from storage import Store
+from storage.models import Clip, SpatialEvent
+from workbench.errors import InputError
+from workbench.events.model import FRAME_S, STARSS23_CLASSES
+from workbench.events.service import EventService, clip_audio_path, clip_info
+from workbench.events.starss23 import (
+    MetadataFile,
+    events_to_rows,
+    format_rows,
+    read_metadata,
+    rows_to_events,
+)
+from workbench.labels import clip_id_for_key
+from workbench.tasks import TaskContext
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    clip_key: str
+    clip_id: int
+    file: str
+    n_rows: int
+    n_events: int
+    format: str  # dcase2023 | dcase2024
+    event_ids: list[str]
+    dry_run: bool
+
+
+def _clip_for_file(store: Store, path: Path, clip_key: str | None) -> int:
+    key = clip_key or path.stem
+    try:
+        return clip_id_for_key(store, key)
+    except InputError:
+        how = "" if clip_key else " (the file name is taken as the clip key; pass --clip KEY)"
+        raise InputError(f"{path}: no clip with key {key!r} in this project{how}") from None
+
+
+def import_events_file(
+    store: Store, annotator_id: int, path: str | Path, *, clip_key: str | None = None,
+    class_names: Sequence[str] = STARSS23_CLASSES, vocabulary: str = "starss23",
+    replace: bool = False, dry_run: bool = False,
+) -> ImportReport:
+    """Import one STARSS23/DCASE metadata file as the annotator's events on one clip (all or nothing)."""
+    path = Path(path)
+    clip_id = _clip_for_file(store, path, clip_key)
+    info = clip_info(store, clip_id)
+    n_frames = None if info.duration_s is None else int(math.floor(info.duration_s / FRAME_S + 0.5))
+    metadata = read_metadata(path, n_classes=len(class_names), n_frames=n_frames)
+    events = rows_to_events(metadata, tuple(class_names), vocabulary)
+    uids: list[str] = []
+    if not dry_run:
+        uids = EventService(store).import_events(annotator_id, clip_id, events, replace=replace, source=str(path))
+    return ImportReport(info.key, clip_id, str(path), len(metadata.rows), len(events),
+                        "dcase2024" if metadata.has_distance else "dcase2023", uids, dry_run)
+
+
+def _write_text(out: Path, text: str, *, force: bool) -> None:
+    """Write ``text`` to ``out`` atomically; an existing file is replaced only with ``force``."""
+    if out.exists() and not force:
+        raise InputError(f"{out} exists; pass --force to replace it")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def export_events_file(
+    store: Store, clip_key: str, out: str | Path, *, annotator_id: int | None = None,
+    class_names: Sequence[str] = STARSS23_CLASSES, force: bool = False,
+) -> dict[str, Any]:
+    """Write a clip's events (of one annotator) as a STARSS23/DCASE metadata file."""
+    out = Path(out)
+    clip_id = clip_id_for_key(store, clip_key)
+    events = EventService(store).events(clip_id, annotator_id)
+    annotators = {e.annotator_id for e in events}
+    if len(annotators) > 1:
+        raise InputError(
+            f"clip {clip_key} has events by {len(annotators)} annotators; pass --annotator NAME to export one's"
+        )
+    rows, has_distance = events_to_rows(events, tuple(class_names))
+    _write_text(out, format_rows(rows, has_distance), force=force)
+    return {"clip_key": clip_key, "file": str(out), "n_events": len(events), "n_rows": len(rows),
+            "format": "dcase2024" if has_distance else "dcase2023"}
+
+
+def evaluate_folders(
+    ref_dir: str | Path, pred_dir: str | Path, *, n_classes: int = 13, doa_threshold: float = 20.0,
+    distance_threshold: float = 1.0, task: TaskContext | None = None,
+) -> dict[str, Any]:
+    """DCASE SELD metrics between two folders of metadata CSVs matched by file name."""
+    from workbench.events.seld import evaluate_seld
+
+    ref_dir, pred_dir = Path(ref_dir), Path(pred_dir)
+    for folder, what in ((ref_dir, "--ref"), (pred_dir, "--pred")):
+        if not folder.is_dir():
+            raise InputError(f"{folder}: not a folder ({what} needs a folder of metadata CSV files)")
+    refs = sorted(p for p in ref_dir.glob("*.csv") if p.is_file())
+    preds = {p.name: p for p in pred_dir.glob("*.csv") if p.is_file()}
+    if not refs:
+        raise InputError(f"{ref_dir}: no .csv files")
+    missing = [p.name for p in refs if p.name not in preds]
+    if missing:
+        raise InputError(
+            f"{pred_dir}: no prediction for {len(missing)} reference file(s), first {missing[0]}; write an empty "
+            "file for a recording without predictions"
+        )
+    extra = sorted(set(preds) - {p.name for p in refs})
+    if extra:
+        raise InputError(f"{pred_dir / extra[0]}: no reference file of that name in {ref_dir}")
+    if task is not None:
+        task.set_total(len(refs))
+    pairs: list[tuple[MetadataFile, MetadataFile]] = []
+    for ref in refs:
+        if task is not None:
+            task.check_cancel()
+        pairs.append((read_metadata(ref, n_classes=n_classes),
+                      read_metadata(preds[ref.name], n_classes=n_classes, allow_four_columns=True)))
+        if task is not None:
+            task.item_done(ref.name, True)
+    names = STARSS23_CLASSES if n_classes == len(STARSS23_CLASSES) else None
+    result = evaluate_seld(pairs, n_classes=n_classes, class_names=names, doa_threshold=doa_threshold,
+                           distance_threshold=distance_threshold)
+    out = result.as_dict()
+    out.update({"ref": str(ref_dir), "pred": str(pred_dir), "doa_threshold": doa_threshold})
+    if result.metric == "dcase2024":
+        out["distance_threshold"] = distance_threshold
+    return out
+
+
+def clips_with_events(store: Store) -> list[str]:
+    """Keys of the clips that have at least one (not deleted) event, in key order."""
+    with store.session() as s:
+        rows = s.exec(select(Clip.key).join(SpatialEvent, SpatialEvent.clip_id == Clip.id)
+                      .where(SpatialEvent.deleted == False)  # noqa: E712 - SQL comparison
+                      .distinct().order_by(Clip.key)).all()
+    return list(rows)
+
+
+def write_questions(
+    store: Store, clip_keys: Sequence[str] | None, out: str | Path, *, annotator_id: int | None = None,
+    force: bool = False,
+) -> dict[str, Any]:
+    """Spatial QA (JSON Lines) from the events of the given clips (None: every clip with events)."""
+    from workbench.events.qa import ClipEvents, generate_questions
+
+    out = Path(out)
+    keys = list(clip_keys) if clip_keys else clips_with_events(store)
+    if not keys:
+        raise InputError("no clip has events yet; annotate or `aglw events import` first")
+    service = EventService(store)
+    clips = []
+    for key in keys:
+        clip_id = clip_id_for_key(store, key)
+        events = service.events(clip_id, annotator_id)
+        info = clip_info(store, clip_id)
+        clips.append(ClipEvents(key, clip_audio_path(store, clip_id) or info.audio_path, info.duration_s, events))
+    questions = generate_questions(clips)
+    _write_text(out, "".join(json.dumps(q, ensure_ascii=False) + "\n" for q in questions), force=force)
+    per_type: dict[str, int] = {}
+    for q in questions:
+        per_type[q["question_type"]] = per_type.get(q["question_type"], 0) + 1
+    return {"out": str(out), "n_clips": len(clips), "n_questions": len(questions), "per_type": per_type}
+
+
+def _read_jsonl(path: Path, what: str) -> list[dict[str, Any]]:
+    try:
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the {what} ({exc.strerror or exc})") from None
+    records = []
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path}:{n}: not JSON ({exc.msg}); one JSON object per line") from None
+        if not isinstance(record, dict):
+            raise InputError(f"{path}:{n}: a JSON object is expected, got {type(record).__name__}")
+        if "id" not in record:
+            raise InputError(f"{path}:{n}: field 'id' is missing")
+        record["_line"] = n
+        records.append(record)
+    return records
+
+
+def score_qa_files(questions_path: str | Path, answers_path: str | Path) -> dict[str, Any]:
+    """Score a model's answers (JSON Lines ``{"id", "answer"}``) to a questions file."""
+    from workbench.events.qa import score_answers
+
+    questions_path, answers_path = Path(questions_path), Path(answers_path)
+    questions = _read_jsonl(questions_path, "questions")
+    for q in questions:
+        for name in ("question_type", "question", "answer_value"):
+            if name not in q:
+                raise InputError(f"{questions_path}:{q['_line']}: field '{name}' is missing")
+    answers: dict[str, str] = {}
+    for a in _read_jsonl(answers_path, "answers"):
+        text = a.get("answer", a.get("prediction"))
+        if text is None:
+            raise InputError(f"{answers_path}:{a['_line']}: field 'answer' is missing")
+        if str(a["id"]) in answers:
+            raise InputError(f"{answers_path}:{a['_line']}: a second answer to question {a['id']}")
+        answers[str(a["id"])] = str(text)
+    result = score_answers(questions, answers)
+    result.update({"questions": str(questions_path), "answers": str(answers_path)})
+    return result

@@ -1,0 +1,292 @@
+"""Spatial events in the project store: the one write path (commands, CLI import) and the reads.
+
+Every write is one transaction that changes the annotator's own event row and appends a
+``label_history`` row (entity ``spatial_event``, field ``event:<uid>``, old and new value the
+event's whole state as JSON): undo, audit and "labels as of date X" read the same history as
+every other human label. Writes are version-checked like labels (``ConflictError`` with both
+sides; nothing overwritten).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from sqlmodel import Session, col, select
+
+from storage import Store
+from storage.errors import ConflictError
+from storage.models import Annotator, Clip, LabelHistory, SpatialEvent, utcnow
+from workbench.errors import InputError
+from workbench.events.model import SpatialEventData, validate_event
+
+ENTITY = "spatial_event"
+# Fields a command may change (the rest are the event's identity).
+EDITABLE = (
+    "onset_s", "offset_s", "class_name", "vocabulary", "source_index", "direction_kind", "track",
+    "distance_cm", "front_back", "confidence", "note", "deleted",
+)
+
+
+@dataclass(frozen=True)
+class ClipInfo:
+    """What event edits need to know about a clip."""
+
+    id: int
+    key: str
+    duration_s: float | None
+    layout: str | None
+    audio_path: str | None
+    n_channels: int | None
+
+
+@dataclass(frozen=True)
+class EventChange:
+    """What one event write changed (``old``/``new``: the changed fields' values)."""
+
+    uid: str
+    clip_id: int
+    old: dict[str, Any]
+    new: dict[str, Any]
+    version: int
+    command_id: str
+
+
+def _snapshot(row: SpatialEvent) -> dict[str, Any]:
+    return {name: getattr(row, name) for name in ("uid", "clip_id", "annotator_id", *EDITABLE)}
+
+
+def _data(row: SpatialEvent) -> SpatialEventData:
+    return SpatialEventData(
+        onset_s=row.onset_s,
+        offset_s=row.offset_s,
+        class_name=row.class_name,
+        track=tuple(tuple(t) for t in (row.track or [])),
+        source_index=row.source_index,
+        vocabulary=row.vocabulary,
+        direction_kind=row.direction_kind,
+        distance_cm=row.distance_cm,
+        front_back=row.front_back,
+        confidence=row.confidence,
+        note=row.note,
+        uid=row.uid,
+        clip_id=row.clip_id,
+        annotator_id=row.annotator_id,
+        version=row.version,
+        extra={"deleted": row.deleted},
+    )
+
+
+def _fields(event: SpatialEventData) -> dict[str, Any]:
+    return {
+        "onset_s": event.onset_s,
+        "offset_s": event.offset_s,
+        "class_name": event.class_name,
+        "vocabulary": event.vocabulary,
+        "source_index": event.source_index,
+        "direction_kind": event.direction_kind,
+        "track": [list(t) for t in event.track],
+        "distance_cm": event.distance_cm,
+        "front_back": event.front_back,
+        "confidence": event.confidence,
+        "note": event.note,
+    }
+
+
+def clip_info(store: Store, clip_id: int) -> ClipInfo:
+    """The clip's key, duration and layout (the curator's override wins)."""
+    with store.session() as s:
+        clip = s.get(Clip, clip_id)
+        if clip is None:
+            raise InputError(f"unknown clip id {clip_id}")
+        return ClipInfo(clip.id or clip_id, clip.key, clip.duration_s or clip.mp3seconds,
+                        clip.layout_override or clip.layout, clip.audio_path, clip.n_channels)
+
+
+class EventService:
+    """Reads and writes the spatial events of one project store.
+
+    Parameters
+    ----------
+    store
+        The project store; each method is its own unit of work.
+    write_wait_s
+        How long a write waits for another writer (the GUI passes a short wait).
+    """
+
+    def __init__(self, store: Store, *, write_wait_s: float | None = None) -> None:
+        self.store = store
+        self.write_wait_s = write_wait_s
+
+    # ------------------------------------------------------------------ reads
+
+    def events(self, clip_id: int | None = None, annotator_id: int | None = None,
+               *, include_deleted: bool = False) -> list[SpatialEventData]:
+        """Events in time order, optionally of one clip and/or annotator."""
+        query = select(SpatialEvent)
+        if clip_id is not None:
+            query = query.where(SpatialEvent.clip_id == clip_id)
+        if annotator_id is not None:
+            query = query.where(SpatialEvent.annotator_id == annotator_id)
+        if not include_deleted:
+            query = query.where(col(SpatialEvent.deleted).is_(False))
+        with self.store.session() as s:
+            rows = s.exec(query.order_by(SpatialEvent.clip_id, SpatialEvent.onset_s, SpatialEvent.class_name,
+                                         SpatialEvent.source_index, SpatialEvent.id)).all()
+            return [_data(r) for r in rows]
+
+    def get(self, uid: str) -> SpatialEventData | None:
+        """One event by its stable id (deleted ones too: ``extra['deleted']``)."""
+        with self.store.session() as s:
+            row = s.exec(select(SpatialEvent).where(SpatialEvent.uid == uid)).first()
+            return None if row is None else _data(row)
+
+    def clip(self, clip_id: int) -> ClipInfo:
+        return clip_info(self.store, clip_id)
+
+    # ------------------------------------------------------------------ writes
+
+    def create(self, annotator_id: int, clip_id: int, event: SpatialEventData, *,
+               uid: str | None = None, command_id: str | None = None, action: str = "do") -> EventChange:
+        """Store a new event of ``annotator_id`` on ``clip_id`` (validated against the clip)."""
+        info = self.clip(clip_id)
+        clean = validate_event(event, clip_duration_s=info.duration_s, where=f"clip {info.key}")
+        uid = uid or uuid.uuid4().hex
+        command_id = command_id or uuid.uuid4().hex
+        with self.store.write(wait_s=self.write_wait_s) as s:
+            if s.get(Annotator, annotator_id) is None:
+                raise InputError(f"unknown annotator id {annotator_id}")
+            row = SpatialEvent(uid=uid, annotator_id=annotator_id, clip_id=clip_id, version=1, **_fields(clean))
+            s.add(row)
+            s.flush()
+            self._history(s, row, None, _snapshot(row), command_id, action)
+            return EventChange(uid, clip_id, {}, _fields(clean), row.version, command_id)
+
+    def update(self, uid: str, values: dict[str, Any], *, expected_version: int | None = None,
+               command_id: str | None = None, action: str = "do") -> EventChange:
+        """Change some fields of an event (``deleted`` too); version-checked when ``expected_version`` is given."""
+        unknown = set(values) - set(EDITABLE)
+        if unknown:
+            raise InputError(f"cannot change {', '.join(sorted(unknown))} of an event")
+        if not values:
+            raise InputError("nothing to change: give at least one value")
+        command_id = command_id or uuid.uuid4().hex
+        with self.store.write(wait_s=self.write_wait_s) as s:
+            row = s.exec(select(SpatialEvent).where(SpatialEvent.uid == uid).with_for_update()).first()
+            if row is None:
+                raise InputError(f"no event with id {uid}")
+            if expected_version is not None and row.version != expected_version:
+                stored = {k: getattr(row, k) for k in values}
+                raise ConflictError(
+                    f"{action} refused: this event was changed elsewhere since it was read (version "
+                    f"{expected_version}, now {row.version} at {row.updated_at:%Y-%m-%d %H:%M:%S}); nothing was "
+                    "overwritten; reload to see the stored event",
+                    stored=stored, yours=dict(values), stored_version=row.version,
+                )
+            before = _snapshot(row)
+            old = {k: before[k] for k in values}
+            merged = _data(row).with_changes(**{k: (tuple(tuple(t) for t in v) if k == "track" else v)
+                                                for k, v in values.items() if k != "deleted"})
+            if not values.get("deleted", row.deleted):
+                info = self.clip(row.clip_id)
+                merged = validate_event(merged, clip_duration_s=info.duration_s, where=f"clip {info.key}")
+            for name, value in _fields(merged).items():
+                if name in values:
+                    setattr(row, name, value)
+            if "deleted" in values:
+                row.deleted = bool(values["deleted"])
+            row.version += 1
+            row.updated_at = utcnow()
+            s.add(row)
+            s.flush()
+            self._history(s, row, before, _snapshot(row), command_id, action)
+            return EventChange(uid, row.clip_id, old, {k: getattr(row, k) for k in values}, row.version, command_id)
+
+    def import_events(self, annotator_id: int, clip_id: int, events: Sequence[SpatialEventData], *,
+                      replace: bool = False, source: str = "import") -> list[str]:
+        """Store ``events`` for one clip in one transaction (all or nothing); returns their ids.
+
+        Raises
+        ------
+        InputError
+            The annotator already has events on the clip and ``replace`` is False, or an event is
+            invalid for the clip (e.g. past its end): nothing is stored.
+        """
+        info = self.clip(clip_id)
+        clean = [validate_event(e, clip_duration_s=info.duration_s, where=f"{source}: event {i + 1}")
+                 for i, e in enumerate(events)]
+        command_id = uuid.uuid4().hex
+        uids: list[str] = []
+        with self.store.write(wait_s=self.write_wait_s) as s:
+            if s.get(Annotator, annotator_id) is None:
+                raise InputError(f"unknown annotator id {annotator_id}")
+            existing = s.exec(select(SpatialEvent).where(
+                SpatialEvent.clip_id == clip_id, SpatialEvent.annotator_id == annotator_id,
+                col(SpatialEvent.deleted).is_(False))).all()
+            if existing and not replace:
+                raise InputError(
+                    f"{source}: clip {info.key} already has {len(existing)} events by this annotator; "
+                    "pass --replace to replace them (the old ones stay in the history)"
+                )
+            for row in existing:
+                before = _snapshot(row)
+                row.deleted = True
+                row.version += 1
+                row.updated_at = utcnow()
+                s.add(row)
+                self._history(s, row, before, _snapshot(row), command_id, "do")
+            for event in clean:
+                row = SpatialEvent(uid=uuid.uuid4().hex, annotator_id=annotator_id, clip_id=clip_id, version=1,
+                                   **_fields(event))
+                s.add(row)
+                s.flush()
+                self._history(s, row, None, _snapshot(row), command_id, "do")
+                uids.append(row.uid)
+        return uids
+
+    @staticmethod
+    def _history(s: Session, row: SpatialEvent, before: dict[str, Any] | None, after: dict[str, Any],
+                 command_id: str, action: str) -> None:
+        s.add(LabelHistory(
+            annotator_id=row.annotator_id,
+            entity=ENTITY,
+            clip_id=row.clip_id,
+            category_id=None,
+            field=f"event:{row.uid}",
+            old_value=None if before is None else json.dumps(before, ensure_ascii=False),
+            new_value=json.dumps(after, ensure_ascii=False),
+            command_id=command_id,
+            action=action,
+            at=row.updated_at,
+        ))
+
+
+def clip_audio_path(store: Store, clip_id: int) -> str | None:
+    """The clip's recording on disk (None when unlinked or missing), by the media rule."""
+    from workbench.media import audio_statuses
+
+    status = audio_statuses(store, [clip_id]).get(clip_id)
+    return str(status.path) if status is not None and status.ok else None
+
+
+def load_clip_audio(store: Store, clip_id: int) -> tuple[Any, int, str]:
+    """Samples (frames, channels), sample rate and layout of a clip's recording, for the pre-fill."""
+    from workbench.audio.loader import load_audio
+    from workbench.media import audio_statuses
+
+    info = clip_info(store, clip_id)
+    status = audio_statuses(store, [clip_id])[clip_id]
+    if not status.ok or status.path is None:
+        raise InputError(status.message or f"clip {info.key} has no audio")
+    audio = load_audio(status.path)
+    channels = audio.samples.shape[1]
+    layout = info.layout or ("ambix" if channels == 4 else "binaural" if channels == 2 else "mono")
+    return audio.samples, audio.sample_rate, layout
+
+
+def finite(value: float | None) -> float | None:
+    """None for NaN/inf (JSON has no NaN)."""
+    return None if value is None or not math.isfinite(value) else value

@@ -1,0 +1,263 @@
+"""The leaderboard metrics as column operations: each per-record formula runs once per distinct value.
+
+A leaderboard of 16 models x 1,444 clips used to call the per-record formulas of
+:mod:`workbench.metrics.core` 700,000 times in pure Python, per model and per profile. Here the
+formulas are applied to each distinct value of a column (countries, continents and refusal
+markers repeat a lot), mapped back to the rows with numpy, computed once for every model and
+profile, and aggregated per group with array operations. The formulas themselves stay in
+:mod:`workbench.metrics.core`; :func:`workbench.metrics.core.compute_metrics` is this module's
+:func:`metric_inputs` followed by :func:`metrics_of`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from workbench.metrics import core
+from workbench.metrics.distance import REFUSAL_STRINGS, is_refusal
+
+_COORDINATES = ("true_latitude", "true_longitude", "predicted_latitude", "predicted_longitude")
+
+
+def _objects(values: list[Any]) -> np.ndarray:
+    """An object array of exactly these values (np.array would split tuples and cast numbers)."""
+    array = np.empty(len(values), dtype=object)
+    array[:] = values
+    return array
+
+
+def _codes(series: pd.Series) -> tuple[np.ndarray, list[Any]] | None:
+    """Integer codes and distinct values of a text column; None when it holds anything but text
+    and missing values (hashing would merge 1, 1.0 and True, whose text differs)."""
+    if pd.api.types.infer_dtype(series, skipna=True) not in ("string", "empty"):
+        return None
+    codes, uniques = pd.factorize(series, use_na_sentinel=True)
+    return codes, list(uniques)
+
+
+def map_values(series: pd.Series, fn: Callable[[Any], Any]) -> np.ndarray:
+    """``fn`` of every value of a column, calling ``fn`` once per distinct value.
+
+    Parameters
+    ----------
+    series : pandas.Series
+        Raw values; text columns (with missing values) are factorized, others mapped row by row.
+    fn : callable
+        A per-value formula that treats every missing marker alike (None, NaN, ``pd.NA``).
+
+    Returns
+    -------
+    numpy.ndarray
+        Object array, one result per row.
+    """
+    coded = _codes(series)
+    if coded is None:
+        return _objects([fn(value) for value in series.tolist()])
+    codes, uniques = coded
+    # Code -1 marks a missing value: the last slot holds fn(None).
+    table = _objects([*(fn(value) for value in uniques), fn(None)])
+    return table[codes]
+
+
+def map_pairs(first: pd.Series, second: pd.Series, fn: Callable[[Any, Any], Any]) -> np.ndarray:
+    """``fn`` of every row's pair of values, once per distinct pair."""
+    a, b = _codes(first), _codes(second)
+    if a is None or b is None:
+        return _objects([fn(x, y) for x, y in zip(first.tolist(), second.tolist(), strict=True)])
+    (codes_a, uniques_a), (codes_b, uniques_b) = a, b
+    values_a, values_b = [*uniques_a, None], [*uniques_b, None]
+    width = len(values_b)
+    combined = codes_a.astype(np.int64) % len(values_a) * width + codes_b % width  # -1 -> last slot
+    pairs, inverse = np.unique(combined, return_inverse=True)
+    table = _objects([fn(values_a[code // width], values_b[code % width]) for code in pairs.tolist()])
+    return table[inverse.reshape(-1)]
+
+
+def _rejections(records: pd.DataFrame, keys: _Keys) -> np.ndarray:
+    """Per row: any predicted field is a refusal value. The flag stored at import (column
+    ``refused``) where there is one, else computed from the row's predicted fields."""
+    if "refused" not in records.columns:
+        return np.logical_or.reduce([keys.refused(name) for name in core.PREDICTED_FIELDS])
+    result = np.zeros(len(records), dtype=bool)
+    stored = records["refused"].to_numpy(dtype=object)
+    todo = pd.isna(stored)
+    result[~todo] = stored[~todo].astype(bool)
+    if todo.any():
+        rows = _Keys(records[todo])
+        result[todo] = np.logical_or.reduce([rows.refused(name) for name in core.PREDICTED_FIELDS])
+    return result
+
+
+def _distances(records: pd.DataFrame) -> np.ndarray:
+    """Distance error per row (NaN when undefined): the value stored at import where there is
+    one, else computed from the row's coordinates.
+
+    A missing stored value means "undefined" for rows the importers wrote and "never computed"
+    for rows written otherwise (projects before migration 0003 are backfilled by it; hand-made
+    rows are not); computing it again gives the right answer in both cases and costs little, as
+    undefined rows are rare.
+    """
+    n = len(records)
+    if "distance_error_km" in records.columns:
+        stored = pd.to_numeric(records["distance_error_km"], errors="coerce")
+        distances = stored.to_numpy(dtype=float, na_value=np.nan, copy=True)
+    else:
+        distances = np.full(n, np.nan)
+    todo = np.flatnonzero(np.isnan(distances))
+    if todo.size:
+        columns = [records[name].tolist() for name in _COORDINATES]
+        for index in todo.tolist():
+            # Looked up on core at call time: the formula has one home, which tests may replace.
+            value = core.prediction_error_km(*(column[index] for column in columns))
+            distances[index] = np.nan if value is None else value
+    return distances
+
+
+@dataclass(frozen=True)
+class MetricInputs:
+    """Per-row quantities the metrics aggregate: named numpy arrays of equal length."""
+
+    columns: dict[str, np.ndarray]
+
+    def __len__(self) -> int:
+        return len(self.columns["distance"])
+
+    def take(self, index: np.ndarray) -> MetricInputs:
+        """The rows at these positions."""
+        return MetricInputs({name: values[index] for name, values in self.columns.items()})
+
+
+class _Keys:
+    """Comparison keys of the rows as integer ids (-1: missing), one vocabulary per kind of key,
+    so that accuracy is an integer comparison. Each column is factorized once, whatever the
+    number of profiles reading it."""
+
+    def __init__(self, records: pd.DataFrame) -> None:
+        self.records = records
+        self._coded: dict[str, tuple[np.ndarray, list[Any]] | None] = {}
+
+    def _codes(self, name: str) -> tuple[np.ndarray, list[Any]] | None:
+        if name not in self._coded:
+            self._coded[name] = _codes(self.records[name])
+        return self._coded[name]
+
+    @staticmethod
+    def _id(vocabulary: dict[str, int], key: str | None) -> int:
+        # Accuracy compares keys case-folded.
+        return -1 if key is None else vocabulary.setdefault(key.casefold(), len(vocabulary))
+
+    def ids(self, name: str, fn: Callable[[Any], str | None], vocabulary: dict[str, int]) -> np.ndarray:
+        """Per row: the id of ``fn(value)``, computed once per distinct value."""
+        coded = self._codes(name)
+        if coded is None:
+            return np.array([self._id(vocabulary, fn(v)) for v in self.records[name].tolist()], dtype=np.int64)
+        codes, uniques = coded
+        table = np.array([*(self._id(vocabulary, fn(v)) for v in uniques), self._id(vocabulary, fn(None))], dtype=np.int64)
+        return table[codes]
+
+    def pair_ids(
+        self, first: str, second: str, fn: Callable[[Any, Any], str | None], vocabulary: dict[str, int]
+    ) -> np.ndarray:
+        """Per row: the id of ``fn(first, second)``, computed once per distinct pair."""
+        a, b = self._codes(first), self._codes(second)
+        if a is None or b is None:
+            pairs = zip(self.records[first].tolist(), self.records[second].tolist(), strict=True)
+            return np.array([self._id(vocabulary, fn(x, y)) for x, y in pairs], dtype=np.int64)
+        (codes_a, uniques_a), (codes_b, uniques_b) = a, b
+        values_a, values_b = [*uniques_a, None], [*uniques_b, None]
+        width = len(values_b)
+        combined = codes_a.astype(np.int64) % len(values_a) * width + codes_b % width  # -1 -> last slot
+        distinct, inverse = np.unique(combined, return_inverse=True)
+        table = np.array(
+            [self._id(vocabulary, fn(values_a[c // width], values_b[c % width])) for c in distinct.tolist()],
+            dtype=np.int64,
+        )
+        return table[inverse.reshape(-1)]
+
+    def refused(self, name: str) -> np.ndarray:
+        """Per row: the field is a refusal value (see :func:`is_refusal`)."""
+        coded = self._codes(name)
+        if coded is None:
+            return np.array([is_refusal(value) for value in self.records[name].tolist()], dtype=bool)
+        codes, uniques = coded
+        # Text values inline (a predicted coordinate is nearly unique per row), missing through the rule.
+        table = np.array([*(v.strip().lower() in REFUSAL_STRINGS for v in uniques), is_refusal(None)], dtype=bool)
+        return table[codes]
+
+
+def metric_inputs(records: pd.DataFrame, profiles: Sequence[str] = core.PROFILES) -> MetricInputs:
+    """Per-row quantities the metrics aggregate, for the given profiles.
+
+    Parameters
+    ----------
+    records : pandas.DataFrame
+        Result records with :data:`workbench.metrics.core.REQUIRED_COLUMNS` and optionally
+        ``distance_error_km`` and ``refused`` (stored at import; missing values are computed
+        from the record's fields).
+    profiles : sequence of str
+        Profiles whose country and continent keys are wanted.
+
+    Returns
+    -------
+    MetricInputs
+        In the order of ``records``: ``distance`` (km, NaN when undefined), ``refused`` (bool),
+        ``city_true``/``city_pred`` and ``{profile}_country_true``, ... (ids of the case-folded
+        comparison keys, equal ids for equal keys; -1 when missing after normalisation).
+    """
+    keys = _Keys(records)
+    cities: dict[str, int] = {}
+    columns: dict[str, np.ndarray] = {
+        "distance": _distances(records),
+        "refused": _rejections(records, keys),
+        "city_true": keys.ids("true_city", core._city_key, cities),
+        "city_pred": keys.ids("predicted_city", core._city_key, cities),
+    }
+    for profile in profiles:
+        countries: dict[str, int] = {}
+        continents: dict[str, int] = {}
+        for side, prefix in (("true", "true"), ("pred", "predicted")):
+            country, continent = f"{prefix}_country", f"{prefix}_continent"
+            if profile == "agl1k":
+                columns[f"agl1k_country_{side}"] = keys.ids(country, core.normalize_country_agl1k, countries)
+                columns[f"agl1k_continent_{side}"] = keys.ids(continent, core.normalize_continent_agl1k, continents)
+            else:
+                columns[f"iso_country_{side}"] = keys.ids(country, core._iso_country_key, countries)
+                columns[f"iso_continent_{side}"] = keys.pair_ids(country, continent, core._iso_continent_key, continents)
+    return MetricInputs(columns)
+
+
+def _accuracy(true_ids: np.ndarray, predicted_ids: np.ndarray) -> float:
+    both = (true_ids >= 0) & (predicted_ids >= 0)
+    n = int(np.count_nonzero(both))
+    if not n:
+        return math.nan
+    return float(np.count_nonzero(true_ids[both] == predicted_ids[both])) / n
+
+
+def metrics_of(inputs: MetricInputs, profile: str, model: str | None) -> dict[str, Any]:
+    """The :data:`~workbench.metrics.keys.METRIC_KEYS` of the rows in ``inputs`` (see
+    :func:`workbench.metrics.core.compute_metrics` for their definitions)."""
+    n = len(inputs)
+    column = inputs.columns
+    distances = column["distance"]
+    defined = distances[~np.isnan(distances)]
+    result: dict[str, Any] = {
+        "model": model,
+        "profile": profile,
+        "n": n,
+        "distance_error_km": float(defined.mean()) if defined.size else math.nan,
+        "continent_acc": _accuracy(column[f"{profile}_continent_true"], column[f"{profile}_continent_pred"]),
+        "country_acc": _accuracy(column[f"{profile}_country_true"], column[f"{profile}_country_pred"]),
+        "city_acc": _accuracy(column["city_true"], column["city_pred"]),
+        "reject_rate": float(np.count_nonzero(column["refused"])) / n if n else math.nan,
+    }
+    for threshold in core.WITHIN_THRESHOLDS_KM:
+        result[f"within_{threshold}km"] = float(np.count_nonzero(defined < threshold)) / n if n else math.nan
+    result["geoscore_mean"] = float(core.geoscore(defined).mean()) if defined.size else math.nan
+    return result

@@ -1,0 +1,423 @@
+"""The study as a self-contained HTML report plus the CSV and LaTeX tables behind it.
+
+``write_report`` gathers every study of a project (the alt-test per judge and label, the
+human–human baseline beside human–LLM and LLM–LLM with cluster-bootstrap intervals, per-item
+difficulty, per-category confusion matrices, judge test–retest, error-mode shares and their
+agreement, curation sensitivity) and writes ``report.html`` (figures embedded as base64 PNG, no
+external file or network request), ``tables/*.csv``, ``tables/*.tex`` and ``report.json``.  The
+methods paragraph is generated from the numbers, so every n, coefficient, interval, ε and α in
+it is the one in the tables.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from workbench.errors import AglwError, InputError
+
+if TYPE_CHECKING:
+    from storage import Store
+    from workbench.tasks import TaskContext
+
+REPORT = "report.html"
+
+
+@dataclass
+class StudyReport:
+    """What the report holds (also ``report.json``)."""
+
+    out: str
+    created_at: str
+    alm_model: str | None
+    epsilon: float
+    alpha: float
+    bootstrap: int
+    seed: int
+    n_figures: int
+    tables: list[str] = field(default_factory=list)
+    methods: str = ""
+    alt_tests: list[dict] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with NaN and infinities as None (report.json stays valid JSON)."""
+    if isinstance(value, float):
+        return value if value == value and abs(value) != float("inf") else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    if value is None or (isinstance(value, float) and value != value):
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _table_html(frame: pd.DataFrame, caption: str, limit: int | None = None) -> str:
+    shown = frame if limit is None else frame.head(limit)
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in shown.columns)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in row) + "</tr>"
+        for row in shown.itertuples(index=False)
+    )
+    more = "" if limit is None or len(frame) <= limit else f"<p class='more'>first {limit} of {len(frame)} rows; all in the CSV</p>"
+    table = f"<table><caption>{html.escape(caption)}</caption><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    if len(shown) > 12:  # a long table is folded so that the figures stay in reach; the CSV has it all
+        return (f"<details><summary>{html.escape(caption)} ({len(shown)} rows)</summary>{table}</details>{more}")
+    return table + more
+
+
+def _figure_html(png: bytes, caption: str) -> str:
+    data = base64.b64encode(png).decode("ascii")
+    return (f"<figure><img alt='{html.escape(caption)}' src='data:image/png;base64,{data}'>"
+            f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+
+
+def _latex(frame: pd.DataFrame, caption: str, label: str) -> str:
+    def escape(text: str) -> str:
+        return "".join("\\" + ch if ch in "&%$#_{}" else ch for ch in text).replace("~", "\\textasciitilde{}")
+
+    shown = frame.copy()
+    for column in shown.columns:
+        shown[column] = shown[column].map(lambda v: escape(_fmt(v)))
+    shown.columns = [escape(str(c)) for c in shown.columns]
+    return shown.to_latex(index=False, escape=False, caption=escape(caption), label=label, longtable=True)
+
+
+def _alt_frame(rows: list[dict]) -> pd.DataFrame:
+    out = []
+    for r in rows:
+        if r.get("refused"):
+            out.append({"label": r["label"], "candidate": r["llm"], "metric": r["metric"], "n_units": None,
+                        "n_tested": None, "winning_rate": None, "advantage_probability": None, "passed": None,
+                        "note": r["refused"]})
+        else:
+            out.append({"label": r["label"], "candidate": r["llm"], "metric": r["metric"], "n_units": r["n_units"],
+                        "n_tested": r["n_tested"], "winning_rate": r["winning_rate"],
+                        "advantage_probability": r["advantage_probability"], "passed": r["passed"],
+                        "note": "; ".join(r.get("notes", []))})
+    return pd.DataFrame(out, columns=["label", "candidate", "metric", "n_units", "n_tested", "winning_rate",
+                                      "advantage_probability", "passed", "note"])
+
+
+def methods_paragraph(*, n_clips: int, experts: int, judges: int, alt_rows: list[dict], baseline: pd.DataFrame,
+                      epsilon: float, alpha: float, bootstrap: int, seed: int, sweep: dict | None,
+                      n_error_answers: int, min_items: int = 30) -> str:
+    """The methods text, every figure filled in from the computed results."""
+    parts = [
+        f"We compared {judges} LLM judge(s) with {experts} human expert(s) on {n_clips} clips. "
+        f"Agreement coefficients carry 95 % percentile intervals from a cluster bootstrap over clips "
+        f"(B = {bootstrap}, seed {seed}; clips resampled with replacement with all their units and raters)."
+    ]
+    for label in ("effect", "contribution", "polarity"):
+        part = baseline[baseline["label"] == label]
+        if part.empty:
+            continue
+        sentences = []
+        for section in ("expert-expert", "expert-judge", "judge-judge", "test-retest"):
+            rows = part[(part["section"] == section) & part["value"].notna()]
+            if rows.empty:
+                continue
+            coefficient = rows["coefficient"].iloc[0].replace("_", " ")
+            if len(rows) == 1:
+                row = rows.iloc[0]
+                sentences.append(
+                    f"{section} {coefficient} = {row['value']:.3f} [{_fmt(row['ci_low'])}, {_fmt(row['ci_high'])}] "
+                    f"({row['rater_a']} vs {row['rater_b']}, n = {int(row['n_units'])} units)")
+            else:
+                low, high = rows.loc[rows["value"].idxmin()], rows.loc[rows["value"].idxmax()]
+                sentences.append(
+                    f"{section} {coefficient} from {low['value']:.3f} [{_fmt(low['ci_low'])}, {_fmt(low['ci_high'])}] "
+                    f"({low['rater_a']} vs {low['rater_b']}, n = {int(low['n_units'])}) to {high['value']:.3f} "
+                    f"[{_fmt(high['ci_low'])}, {_fmt(high['ci_high'])}] ({high['rater_a']} vs {high['rater_b']}, "
+                    f"n = {int(high['n_units'])}) over {len(rows)} pairs")
+        if sentences:
+            parts.append(f"For {label}: " + "; ".join(sentences) + ".")
+    tested = [r for r in alt_rows if not r.get("refused")]
+    parts.append(
+        f"The Alternative Annotator Test (Calderon, Reichart & Dror, ACL 2025) was run with ε = {epsilon} and a "
+        f"Benjamini–Yekutieli correction at α = {alpha} (a one-sided one-sample t-test per held-out expert; "
+        f"experts with fewer than {min_items} shared units are left out; the LLM passes at a winning rate ω ≥ 0.5).")
+    for r in tested:
+        parts.append(
+            f"{r['llm']} on {r['label']} ({r['metric']}): ω = {r['winning_rate']:.2f} over {r['n_tested']} expert(s), "
+            f"ρ = {r['advantage_probability']:.3f}, n = {r['n_units']} units — "
+            f"{'passed' if r['passed'] else 'failed'}.")
+    refused = [r for r in alt_rows if r.get("refused")]
+    if refused:
+        parts.append(f"{len(refused)} candidate/label combination(s) could not be tested "
+                     f"(e.g. {refused[0]['llm']} on {refused[0]['label']}: {refused[0]['refused']}).")
+    if n_error_answers:
+        parts.append(f"Experts tagged {n_error_answers} wrong or refused ALM answer(s) with AGL1K's error-mode "
+                     "taxonomy; shares count each answer once.")
+    if sweep is not None:
+        parts.append(
+            f"Sensitivity: {sweep['n_settings']} settings ({sweep['n_gamma']} γ × {sweep['n_alpha']} α × "
+            f"{sweep['n_theta']} θ) were refitted; the Jaccard overlap of the candidate set with the stored run "
+            f"(γ = {sweep['gamma_km']:g} km, α = {sweep['alpha']:g}, θ = {sweep['theta']:g}, "
+            f"{sweep['n_selected']} clips) ranged from {sweep['jaccard_min']:.3f} to {sweep['jaccard_max']:.3f} "
+            f"(median {sweep['jaccard_median']:.3f}); "
+            + (f"up to {sweep['max_flipped']} categories flipped between P and N." if sweep["max_flipped"]
+               else "no category flipped between P and N."))
+    return " ".join(parts)
+
+
+CSS = """
+body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+h1{font-size:1.6em}h2{margin-top:1.8em;border-bottom:1px solid #ccc}
+table{border-collapse:collapse;margin:1em 0;font-size:.85em}caption{text-align:left;font-weight:600;margin-bottom:.3em}
+td,th{border:1px solid #ddd;padding:.25em .5em;text-align:left}th{background:#f3f3f3}
+figure{margin:1em 0}.grid{display:flex;flex-wrap:wrap;gap:.5em}.grid figure{margin:0}
+details{margin:1em 0}summary{cursor:pointer;font-weight:600;font-size:.9em}img{max-width:100%;height:auto;border:1px solid #eee}figcaption{font-size:.85em;color:#555}
+.methods{background:#f8f8f4;padding:1em;border-left:4px solid #8a8}.more{font-size:.8em;color:#777}
+"""
+
+
+def _check_target(out: Path, replace: bool) -> None:
+    if out.exists() and not out.is_dir():
+        raise AglwError(f"{out} is a file; --out takes a folder for the report")
+    if out.exists() and any(out.iterdir()):
+        ours = {REPORT, "report.json", "tables"}
+        if not (out / REPORT).exists() or any(p.name not in ours for p in out.iterdir()):
+            raise AglwError(f"{out} is not empty; choose a new or empty folder for the study report "
+                            "(--force replaces only an earlier study report)")
+        if not replace:
+            raise AglwError(f"{out} holds an earlier study report; pass --force to replace it, or choose a new folder")
+
+
+def write_report(
+    store: Store,
+    out: str | Path,
+    *,
+    epsilon: float = 0.2,
+    alpha: float = 0.05,
+    bootstrap: int = 1000,
+    seed: int = 0,
+    min_items: int = 30,
+    alm_model: str | None = None,
+    sweep_grid: tuple[list[float], list[float], list[float] | None] | None = None,
+    replace: bool = False,
+    task: TaskContext | None = None,
+) -> StudyReport:
+    """Compute every study of the project and write the report into ``out`` (a new or empty folder).
+
+    Parameters
+    ----------
+    store
+        The project.
+    out
+        The folder; one holding an earlier report is replaced only with ``replace``.
+    epsilon, alpha, min_items
+        The alt-test's ε, FDR level and minimum shared units per expert.
+    bootstrap, seed
+        Cluster-bootstrap resamples and seed of the agreement intervals.
+    alm_model
+        The ALM whose judged reasoning is studied (default: that of the latest judge run).
+    sweep_grid
+        (γ values, α values, θ values or None for the default θ) of the sensitivity sweep;
+        None: 10 × 10 × 10 default grid.  The sweep is skipped without a stored curation run.
+    task
+        Progress and cancellation (:mod:`workbench.tasks`).
+    """
+    from workbench.agreement.analysis import compute_coefficients
+    from workbench.agreement.units import load_ratings
+    from workbench.studies import error_modes, figures, judges, sensitivity
+
+    out = Path(out)
+    _check_target(out, replace)
+    steps = ["ratings", "coefficients", "alt-test", "error modes", "sensitivity", "write"]
+    if task is not None:
+        task.set_total(len(steps))
+
+    def step(name: str) -> None:
+        if task is not None:
+            task.check_cancel()
+            task.note(name)
+
+    step("ratings")
+    data = load_ratings(store, alm_model=alm_model)
+    if data.ratings.empty:
+        raise InputError("the project has no judge or expert ratings yet; run `aglw judge` or record labels first")
+    ratings = data.ratings
+    if task is not None:
+        task.advance()
+    step("coefficients")
+    coefficients = compute_coefficients(ratings, data.clips, bootstrap=bootstrap, seed=seed, retest=data.retest,
+                                        breakdowns=False)
+    baseline = judges.baseline_table(coefficients)
+    if task is not None:
+        task.advance()
+    step("alt-test")
+    alt_rows = judges.project_alt_tests(ratings, epsilon=epsilon, alpha=alpha, min_items=min_items)
+    if task is not None:
+        task.advance()
+    step("error modes")
+    mode_table = error_modes.error_mode_table(store)
+    shares = error_modes.error_mode_shares(mode_table, data.clips, "expert")
+    mode_agreement = error_modes.error_mode_agreement(mode_table)
+    if task is not None:
+        task.advance()
+    step("sensitivity")
+    sweep_summary = None
+    sweep_result = None
+    try:
+        inputs, scores = sensitivity.load_sweep_inputs(store)
+    except (InputError, AglwError):
+        inputs = None
+    if inputs is not None:
+        import numpy as np
+
+        gammas, alphas, thetas = sweep_grid or (list(np.geomspace(250, 4000, 10)), list(np.linspace(0, 0.2, 10)), None)
+        thetas = thetas or sensitivity.default_thetas(scores, inputs.base.theta)
+        sweep_result = sensitivity.sweep(inputs, gammas, alphas, thetas)
+        t = sweep_result.table
+        sweep_summary = {
+            "n_settings": len(t), "n_gamma": len(gammas), "n_alpha": len(alphas), "n_theta": len(thetas),
+            **{k: sweep_result.reference[k] for k in ("gamma_km", "alpha", "theta", "n_selected")},
+            "jaccard_min": float(t["jaccard"].min()), "jaccard_max": float(t["jaccard"].max()),
+            "jaccard_median": float(t["jaccard"].median()), "max_flipped": int(t["n_flipped"].max()),
+        }
+    if task is not None:
+        task.advance()
+
+    step("write")
+    staging = out.parent / f".{out.name}.partial"
+    import shutil
+
+    shutil.rmtree(staging, ignore_errors=True)
+    (staging / "tables").mkdir(parents=True)
+    tables: dict[str, tuple[pd.DataFrame, str]] = {
+        "alt_test": (_alt_frame(alt_rows), "Alternative Annotator Test per candidate and label"),
+        "alt_test_annotators": (pd.DataFrame([
+            {"label": r["label"], "candidate": r["llm"], **a} for r in alt_rows if not r.get("refused")
+            for a in r["annotators"]], columns=["label", "candidate", "annotator", "n_units", "p_value", "rejected",
+                                                "llm_advantage", "human_advantage", "skipped"]),
+            "Alt-test per held-out expert"),
+        "baseline": (baseline, "Human–human beside human–LLM, LLM–LLM and test–retest (all units)"),
+        "coefficients": (coefficients, "Every agreement coefficient (all units)"),
+        "error_mode_shares": (shares, "Error-mode shares per ALM"),
+        "error_mode_agreement": (mode_agreement, "Agreement on each error mode"),
+    }
+    from workbench.studies import localizers, planning
+
+    humans = pd.DataFrame(localizers.human_leaderboard(store))
+    if not humans.empty:
+        tables["human_localizers"] = (humans, "Humans as localizers (leaderboard metrics)")
+    try:
+        plan, plan_frame = planning.plan_table(store)
+    except InputError:
+        plan, plan_frame = None, None
+    if plan_frame is not None:
+        tables["plan"] = (plan_frame.drop(columns=["annotator_id", "annotator"]),
+                          f"Study plan {plan.name} (overlap {plan.overlap}, {'blind' if plan.blind else 'not blind'})")
+    difficulty = {label: judges.item_difficulty(ratings, label) for label in ("effect", "contribution")}
+    for label, frame in difficulty.items():
+        tables[f"difficulty_{label}"] = (frame, f"Per-item difficulty ({label})")
+    if sweep_result is not None:
+        tables["sensitivity"] = (sweep_result.table, "Curation sensitivity sweep")
+    written = []
+    for name, (frame, caption) in tables.items():
+        frame.to_csv(staging / "tables" / f"{name}.csv", index=False)
+        written.append(f"tables/{name}.csv")
+    for name in ("alt_test", "baseline", "error_mode_shares"):
+        frame, caption = tables[name]
+        (staging / "tables" / f"{name}.tex").write_text(_latex(frame, caption, f"tab:{name}"), encoding="utf-8")
+        written.append(f"tables/{name}.tex")
+
+    n_experts = int(ratings.loc[ratings["rater_kind"] == "expert", "rater"].nunique())
+    n_judges = int(ratings.loc[ratings["rater_kind"] == "judge", "rater"].nunique())
+    n_error_answers = int(mode_table.loc[mode_table["rater_kind"] == "expert", ["alm", "clip_id"]].drop_duplicates()
+                          .shape[0]) if not mode_table.empty else 0
+    methods = methods_paragraph(
+        n_clips=int(ratings["clip_id"].nunique()), experts=n_experts, judges=n_judges, alt_rows=alt_rows,
+        baseline=baseline, epsilon=epsilon, alpha=alpha, bootstrap=bootstrap, seed=seed, sweep=sweep_summary,
+        n_error_answers=n_error_answers, min_items=min_items)
+
+    sections = [f"<h1>AGL Workbench study report</h1><p>ALM studied: {html.escape(str(data.alm_model))}; "
+                f"{n_experts} expert(s), {n_judges} judge(s); written {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.</p>",
+                f"<h2>Methods</h2><p class='methods'>{html.escape(methods)}</p>"]
+    n_figures = 0
+    body = [_table_html(tables["alt_test"][0], tables["alt_test"][1]), _figure_html(
+        figures.alt_test_bars(alt_rows), "Winning rate ω and advantage probability ρ per candidate")]
+    n_figures += 1
+    sections.append("<h2>May the LLM judge replace a person?</h2>" + "".join(body))
+    body = [_table_html(baseline, tables["baseline"][1])]
+    for label in sorted(set(baseline["label"])):
+        body.append(_figure_html(figures.baseline_forest(baseline, label), f"{label}: pairwise agreement with CIs"))
+        n_figures += 1
+    sections.append("<h2>Human–human baseline, human–LLM, LLM–LLM, test–retest</h2>" + "".join(body))
+    body = []
+    for label, frame in difficulty.items():
+        if frame.empty:
+            body.append(f"<p>{label}: no unit rated by two or more experts.</p>")
+            continue
+        counts = frame["kind"].value_counts().rename_axis("kind").reset_index(name="units")
+        body.append(_table_html(counts, f"{label}: where people disagree vs where only the LLM deviates"))
+        body.append(_table_html(frame.sort_values("expert_agreement"), f"{label}: hardest units first", limit=15))
+    sections.append("<h2>Per-item difficulty</h2>" + "".join(body))
+    confusions = judges.category_confusions(ratings, "effect")
+    body = []
+    for category, table in list(confusions.items())[:12]:
+        body.append(_figure_html(figures.confusion(table, f"effect · {category}"), f"effect confusion, {category}"))
+        n_figures += 1
+    sections.append("<h2>Per-category confusion matrices (effect)</h2>" + (
+        f"<div class='grid'>{''.join(body)}</div>" if body else "<p>No unit with both experts and judges.</p>"))
+    body = [_figure_html(figures.error_mode_bars(shares, "all"), "Error-mode shares per ALM")]
+    n_figures += 1
+    for breakdown in ("continent", "speech"):
+        if not shares[shares["breakdown"] == breakdown].empty:
+            body.append(_figure_html(figures.error_mode_bars(shares, breakdown), f"Error-mode shares by {breakdown}"))
+            n_figures += 1
+    if not mode_agreement.empty:
+        overall = mode_agreement[mode_agreement["coefficient"] == "krippendorff_alpha"]
+        body.append(_table_html(overall, "Agreement on each error mode: Krippendorff's α over experts and judges "
+                                "(every pair's κ in tables/error_mode_agreement.csv)"))
+    sections.append("<h2>Error modes of the ALM</h2>" + "".join(body))
+    if "human_localizers" in tables:
+        shown = humans[[c for c in ("model", "n", "distance_error_km", "geoscore_mean", "country_acc",
+                                    "continent_acc", "mean_confidence") if c in humans.columns]]
+        sections.append("<h2>Humans as localizers</h2>" + _table_html(shown, tables["human_localizers"][1]))
+    if plan_frame is not None:
+        done = plan_frame.groupby("pseudonym")["done"].agg(["size", "sum"]).reset_index()
+        done.columns = ["annotator", "assigned", "done"]
+        sections.append("<h2>Study plan</h2>" + _table_html(done, tables["plan"][1]))
+    if sweep_result is not None:
+        summary = pd.DataFrame([sweep_summary])
+        sections.append("<h2>How stable is the selection?</h2>" + _table_html(summary, "Sweep summary") + _figure_html(
+            figures.sensitivity_heatmaps(sweep_result), "Jaccard with the stored selection over γ × α") +
+            _table_html(sweep_result.table.sort_values("jaccard"), "Least stable settings first", limit=15))
+        n_figures += 1
+    else:
+        sections.append("<h2>How stable is the selection?</h2><p>No stored curation run: run `aglw fit` first.</p>")
+    document = (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>AGL Workbench study report</title>"
+                f"<style>{CSS}</style></head><body>{''.join(sections)}</body></html>")
+    (staging / REPORT).write_text(document, encoding="utf-8")
+    report = StudyReport(out=str(out), created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                         alm_model=data.alm_model, epsilon=epsilon, alpha=alpha, bootstrap=bootstrap, seed=seed,
+                         n_figures=n_figures, tables=written, methods=methods, alt_tests=alt_rows)
+    (staging / "report.json").write_text(json.dumps(_finite(report.to_dict()), indent=2, default=str,
+                                                    ensure_ascii=False, allow_nan=False), encoding="utf-8")
+    # the finished report replaces the folder's content only now: a failure above leaves it as it was
+    _check_target(out, replace)
+    if out.exists():
+        shutil.rmtree(out)
+    staging.rename(out)
+    if task is not None:
+        task.advance()
+    return report
