@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.errors import InputError
-from workbench.review import CategoryRow, ClipDetail, PredictionView, TagView
+from workbench.review.views import CategoryRow, ClipDetail, PredictionView, TagView
 from workbench.timerefs import TimeRef, find_time_references
 
 ROOT_COLOURS = {
@@ -266,7 +266,7 @@ class ClipInfoPanel(QWidget):
     location and its error.
 
     ``model_box`` lists the clip's ALM predictions; the current entry is the detail's ALM
-    (:attr:`workbench.review.ClipDetail.alm_run_id`). Choosing one records it as
+    (:attr:`workbench.review.views.ClipDetail.alm_run_id`). Choosing one records it as
     ``preferred_alm_run_id`` (kept for the next clips that have that ALM) and emits
     ``almChosen(alm_run_id)``; the window then shows the clip for that ALM.
     """
@@ -329,6 +329,14 @@ class ClipInfoPanel(QWidget):
                 f"{p.model}{' [DEMO]' if p.is_demo else ''} predicted: {predicted_location_text(p)} — {error_text(p)}"
             )
         self.description.setPlainText(description_text(detail.description))
+
+    def hide_location(self, key: str, reason: str) -> None:
+        """Guess mode: the true location, the ALM's answer, the title and the description (which
+        often name the place) give way to ``reason`` until the annotator's guess is saved."""
+        self.title.setText(key)
+        self._show_truth(reason)
+        self.predictions.setPlainText(f"ALM answer: {reason}")
+        self.description.setPlainText(f"Description: {reason}")
 
     def set_decoded_audio(self, clip_id: int, n_channels: int, layout: str | None) -> None:
         """The channels and layout of the clip's decoded file: they replace what the store says

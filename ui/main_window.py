@@ -6,7 +6,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt, Signal
+from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShowEvent
 from PySide6.QtWidgets import (
     QApplication,
@@ -39,15 +39,23 @@ from workbench.commands import (
 from workbench.config import config_dir
 from workbench.labels import INTERACTIVE_WAIT_S, AnnotatorInfo, LabelService
 from workbench.media import LinkReport
-from workbench.review import AudioSource, ClipDetail, ReviewService, ab_spacing_from_config, labels_entered
+from workbench.review.direction import ab_spacing_from_config
+from workbench.review.rules import labels_entered
+from workbench.review.service import ReviewService
+from workbench.review.views import AudioSource, ClipDetail
 from ui.attribution_grid import AttributionGrid
 from ui.browser import ClipBrowser
 from ui.cockpit import Cockpit, install_cockpit
+from ui.error_modes_panel import install_error_modes
 from ui.evidence import ClipInfoPanel, ClipPanel, ReasoningView, TagsPanel, location_text, plain_label, plain_tooltip
+from ui.events_panel import install_events_panel
+from ui.cockpit.guess_mode import HIDDEN_TEXT, install_guess_mode
 from ui.player import PlayerView
 from ui.workers import AudioLoader, AudioRequest, AudioResult
 
 SETTINGS_VERSION = 1
+# Longest a clip's playback and direction view wait for its spectrogram's first paint.
+AFTER_PAINT_FALLBACK_S = 2.0
 
 log = logging.getLogger(__name__)
 
@@ -140,9 +148,19 @@ class MainWindow(QMainWindow):
         self.stack = CommandStack()
         self.settings = open_settings()
         self.blind_mode = str(self.settings.value("blind_mode", True)).lower() in ("true", "1")
+        from workbench.studies.planning import plan_for_annotator
+
+        # An annotator whose study plan is blind starts blind, whatever this machine last used
+        # (not remembered: the menu still switches it, for this session only).
+        self.study_plan = plan_for_annotator(store, annotator.id)
+        if self.study_plan is not None and self.study_plan[1]:
+            self.blind_mode = True
         self.revealed: set[int] = set()
         self.detail: ClipDetail | None = None
         self._audio_clip: AudioSource | None = None  # the clip whose audio views are wanted
+        # A clip's playback and direction view that arrived before its spectrogram was painted:
+        # applied right after that paint, so they never delay it.
+        self._after_paint: AudioResult | None = None
         self.scale = "linear"
         self._restore: _ViewState | None = None  # view and playback to restore after an axis switch
         # AB pairs need a microphone spacing for their direction view (config.toml ab_spacing_m).
@@ -209,6 +227,9 @@ class MainWindow(QMainWindow):
         self._layout_pending = state is None or not self.restoreState(state)
         self.reload_rows()
         self.cockpit: Cockpit = install_cockpit(self)
+        self.error_modes = install_error_modes(self)  # the error-mode column (issue 18)
+        self.spatial_events = install_events_panel(self)  # spatial sound events (issue 17)
+        self.guess_mode = install_guess_mode(self)  # humans as localizers on the map (issue 18)
 
     # ------------------------------------------------------------------ construction
 
@@ -340,8 +361,12 @@ class MainWindow(QMainWindow):
         visible = self.judges_visible()
         categories = list(detail.categories) if detail else []
         prediction = detail.prediction if detail else None
-        self.reasoning.set_reasoning(prediction.reasoning if prediction else "", categories)
-        self.location_line.setText(location_text(detail))
+        # Guess mode: nothing that names the place (truth, the ALMs' answers) until the guess is saved.
+        hidden = self.location_hidden()
+        self.reasoning.set_reasoning(f"The ALM's reasoning: {HIDDEN_TEXT}." if hidden
+                                     else prediction.reasoning if prediction else "", categories)
+        self.location_line.setText(f"True location and the ALMs' answers: {HIDDEN_TEXT}" if hidden
+                                   else location_text(detail))
         tab = self.evidence_tabs.indexOf(self.reasoning)
         model = prediction.model if prediction else ""
         self.evidence_tabs.setTabText(tab, f"Reasoning · {model[:24]}{'…' if len(model) > 24 else ''}" if model
@@ -350,6 +375,8 @@ class MainWindow(QMainWindow):
             tab, plain_tooltip(f"Reasoning of {model} (choose the ALM in the Clip tab)") if model else "")
         self.tags.set_tags(detail.tags if detail else [])
         self.info.set_detail(detail)
+        if hidden:
+            self.info.hide_location(detail.key, HIDDEN_TEXT)
         self.clip_panel.set_detail(detail, show_others=visible)
         self.clip_panel.reveal.setEnabled(bool(detail) and not visible)
         self.grid.set_detail(detail, judges_visible=visible)
@@ -359,7 +386,7 @@ class MainWindow(QMainWindow):
         self._show_detail()
         self.player_view.set_time_references([ref.seconds for ref in self.reasoning.references])
 
-    def _audio_loaded(self, result: AudioResult) -> None:
+    def _audio_loaded(self, result: AudioResult, after_paint: bool = False) -> None:
         source = self._audio_clip
         if source is None or result.clip_id != source.clip_id:
             return
@@ -375,6 +402,12 @@ class MainWindow(QMainWindow):
                 self.player_view.spec_plot.setXRange(restore.t0, restore.t1, padding=0)
             if not self.player_view.graphics.isVisible():
                 self.loader.resume(result.generation)  # nothing will be painted: go on at once
+            return
+        if (not after_paint and not self.loader.force_sync and self.player_view.awaiting_paint == result.clip_id
+                and self.player_view.graphics.isVisible()):
+            self._after_paint = result
+            # Should that paint not come (a minimised window), apply it anyway after a while.
+            QTimer.singleShot(int(AFTER_PAINT_FALLBACK_S * 1000), self, self._apply_after_paint)
             return
         if self.player_view.spectrogram_clip_id != result.clip_id:
             self.player_view.set_spectrogram(result.clip_id, result.pyramid, result.envelope)
@@ -399,6 +432,14 @@ class MainWindow(QMainWindow):
         """The spectrogram is on screen: the worker may go on with the playback decode."""
         if self._audio_clip is not None and self._audio_clip.clip_id == clip_id:
             self.loader.resume(self.loader.generation)
+        if self._after_paint is not None:
+            # After the paint has returned to the event loop, not inside it.
+            QTimer.singleShot(0, self, self._apply_after_paint)
+
+    def _apply_after_paint(self) -> None:
+        pending, self._after_paint = self._after_paint, None
+        if pending is not None and pending.generation == self.loader.generation:
+            self._audio_loaded(pending, after_paint=True)
 
     def _scale_changed(self, scale: str) -> None:
         """Reload the clip's spectrogram on the other axis, keeping the view, playhead and playback."""
@@ -416,6 +457,11 @@ class MainWindow(QMainWindow):
         self.open_clip(self.detail.clip_id)
 
     # ------------------------------------------------------------------ blind mode
+
+    def location_hidden(self) -> bool:
+        """Whether guess mode hides the shown clip's true location and the ALMs' answers."""
+        guess = getattr(self, "guess_mode", None)  # None while the window is being built
+        return guess is not None and guess.truth_hidden()
 
     def judges_visible(self) -> bool:
         """Judges and other experts are visible unless blind mode hides them (see labels_entered)."""
@@ -464,11 +510,10 @@ class MainWindow(QMainWindow):
         """Both values, in a dialog; nothing was written. The view reloads to show the stored value."""
         stored = ", ".join(f"{k}: {'empty' if v is None else v}" for k, v in exc.stored.items())
         yours = ", ".join(f"{k}: {'empty' if v is None else v}" for k, v in exc.yours.items())
-        box = QMessageBox(QMessageBox.Icon.Warning, "Changed elsewhere",
-                          "This label was changed in another window or by another process since you read it. "
-                          "Nothing was overwritten.", QMessageBox.StandardButton.Ok, self)
-        box.setTextFormat(Qt.TextFormat.PlainText)
-        box.setInformativeText(f"Stored now: {stored}\nYour change: {yours}\nThe view now shows the stored value.")
+        box = self._box(QMessageBox.Icon.Warning, "Changed elsewhere",
+                        "This label was changed in another window or by another process since you read it. "
+                        "Nothing was overwritten.",
+                        f"Stored now: {stored}\nYour change: {yours}\nThe view now shows the stored value.")
         self.show_status(f"conflict: {str(exc).splitlines()[0]}")
         box.exec()
         self._refresh()
@@ -597,10 +642,17 @@ class MainWindow(QMainWindow):
         self._message(QMessageBox.Icon.Information, "Link audio", "\n".join(lines))
         return report
 
+    def _box(self, icon: QMessageBox.Icon, title: str, text: str, details: str = "",
+             buttons: QMessageBox.StandardButton = QMessageBox.StandardButton.Ok) -> QMessageBox:
+        """The window's one dialog builder: plain text (keys, paths and errors are data, never markup)."""
+        box = QMessageBox(icon, title, text, buttons, self)
+        box.setTextFormat(Qt.TextFormat.PlainText)
+        if details:
+            box.setInformativeText(details)
+        return box
+
     def _message(self, icon: QMessageBox.Icon, title: str, text: str) -> None:
-        box = QMessageBox(icon, title, text, QMessageBox.StandardButton.Ok, self)
-        box.setTextFormat(Qt.TextFormat.PlainText)  # keys and paths are data, never markup
-        box.exec()
+        self._box(icon, title, text).exec()
 
     def _show_write_error(self, message: str) -> None:
         self.banner.message.setText(f"{message} ({len(self.stack.pending)} edit(s) pending)")
@@ -622,13 +674,17 @@ class MainWindow(QMainWindow):
         changes no row until a refit): re-reading every row cost 1.9 s per edit at 60,000
         judgments (bench P10). Without a command (retry, conflict) every row is re-read.
         """
-        if self.detail is not None:
-            self.detail = self.review.clip_detail(self.detail.clip_id, self.annotator.id)
-            self._show_detail()
+        self.refresh_detail()
         if command is None:
             self.reload_rows()
         elif command.clip_id is not None:
             self.browser.update_rows(self.review.clip_rows(self.annotator.id, [command.clip_id]))
+
+    def refresh_detail(self) -> None:
+        """Re-read the shown clip's texts (answers, judgments, tags, labels); its audio stays as it is."""
+        if self.detail is not None:
+            self.detail = self.review.clip_detail(self.detail.clip_id, self.annotator.id)
+            self._show_detail()
 
     # ------------------------------------------------------------------ misc
 
@@ -658,10 +714,10 @@ class MainWindow(QMainWindow):
     def ask_about_pending(self) -> str:
         """Ask what to do with edits that are not saved: ``retry``, ``discard`` or ``cancel``."""
         count = len(self.stack.pending)
-        box = QMessageBox(QMessageBox.Icon.Warning, "Unsaved edits",
-                          f"{count} edit(s) could not be saved yet: {self.stack.last_error or 'the write failed'}.",
-                          parent=self)
-        box.setInformativeText("Retry saving them now, close and lose them, or keep the window open?")
+        box = self._box(QMessageBox.Icon.Warning, "Unsaved edits",
+                        f"{count} edit(s) could not be saved yet: {self.stack.last_error or 'the write failed'}.",
+                        "Retry saving them now, close and lose them, or keep the window open?",
+                        QMessageBox.StandardButton.NoButton)
         retry = box.addButton("Retry", QMessageBox.ButtonRole.AcceptRole)
         discard = box.addButton("Close without saving", QMessageBox.ButtonRole.DestructiveRole)
         box.addButton(QMessageBox.StandardButton.Cancel)

@@ -38,8 +38,9 @@ from PySide6.QtWidgets import (
 
 from ui.evidence import plain_tooltip
 from ui.image_items import ArgbImageItem, PyramidImageItem, colour_table, quantise_unit
+from workbench.audio.direction.view import DirectionImage
 from workbench.audio.playback import NullSink, PlaybackError, Player, PlayerState
-from workbench.review import DirectionImage, TimelineView
+from workbench.review.views import TimelineView
 
 pg.setConfigOptions(imageAxisOrder="row-major", antialias=False)
 
@@ -49,11 +50,15 @@ PLAYHEAD_INTERVAL_MS = 33
 # Short axis titles: the plots are low, a long rotated title runs into the plot above. The full
 # wording (e.g. "azimuth (°, +90 = left)") is in the axis tooltip and the plot's note.
 _DIRECTION_AXIS_TITLES = {"azimuth": "azimuth °", "lateral": "lateral °", "panorama": "panorama"}
-# What the direction view's colour means, per kind (see workbench.review.direction_image): FOA
+# What the direction view's colour means, per kind (see workbench.audio.direction.view.direction_image): FOA
 # energy is normalised to the clip's peak; the pair views mark, per frame, the bin of its angle.
 _DIRECTION_LEGENDS = {"azimuth": "direct energy (rel. to peak)", "lateral": "frame in bin (0/1)",
                       "panorama": "frame in bin (0/1)"}
 MIN_LOOP_S = 0.05
+# A Shift+drag on the spectrogram less tall than this (pixels), or over nearly all of its visible
+# height, is a plain time span: a band needs a deliberate vertical extent.
+MIN_BAND_PX = 10.0
+FULL_HEIGHT_SHARE = 0.97
 NO_OUTPUT_DEVICE = "no audio output device — playback unavailable"
 TAG_SEGMENT_P = 0.5  # a tag counts as present in a frame from this probability on
 _LABEL_GAP_PX = 3.0
@@ -100,20 +105,48 @@ def _legend(colormap: str, label: str, values: tuple[float, float] = (0.0, 1.0))
 class TimeViewBox(pg.ViewBox):
     """A view box whose Shift+drag selects a time span (for the loop) instead of panning.
 
+    With :attr:`draw_with_ctrl` set, a Ctrl+drag is handed out as a path (``pathDragged``)
+    instead of panning: the events panel draws a moving source's track with it.
+
     Signals
     -------
     spanSelected(float, float, bool)
         Start and end time of the span dragged so far, and whether the drag is finished.
+    boxSelected(float, float, float, float, bool)
+        The same drag as a rectangle in view coordinates: t0, t1, y0, y1 (sorted), finished.
+    pathDragged(float, float, bool, bool)
+        Ctrl+drag (only with :attr:`draw_with_ctrl`): the pointer's view x and y, whether this is
+        the drag's first point (its press position) and whether the drag is finished.
     """
 
     spanSelected = Signal(float, float, bool)
+    boxSelected = Signal(float, float, float, float, bool)
+    pathDragged = Signal(float, float, bool, bool)
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        self.draw_with_ctrl = False
 
     def mouseDragEvent(self, ev, axis=None) -> None:  # type: ignore[no-untyped-def]  # noqa: N802 - pyqtgraph override
-        if ev.button() == Qt.MouseButton.LeftButton and ev.modifiers() & Qt.KeyboardModifier.ShiftModifier:
+        left = ev.button() == Qt.MouseButton.LeftButton
+        if left and ev.modifiers() & Qt.KeyboardModifier.ShiftModifier:
             ev.accept()
-            start = self.mapSceneToView(ev.buttonDownScenePos()).x()
-            end = self.mapSceneToView(ev.scenePos()).x()
-            self.spanSelected.emit(min(start, end), max(start, end), bool(ev.isFinish()))
+            start = self.mapSceneToView(ev.buttonDownScenePos())
+            end = self.mapSceneToView(ev.scenePos())
+            t0, t1 = sorted((start.x(), end.x()))
+            y0, y1 = sorted((start.y(), end.y()))
+            finished = bool(ev.isFinish())
+            self.spanSelected.emit(t0, t1, finished)
+            self.boxSelected.emit(t0, t1, y0, y1, finished)
+            return
+        if left and self.draw_with_ctrl and ev.modifiers() & Qt.KeyboardModifier.ControlModifier:
+            ev.accept()
+            if ev.isStart():
+                # The drag only starts a few pixels after the press: the press point belongs to the path.
+                down = self.mapSceneToView(ev.buttonDownScenePos())
+                self.pathDragged.emit(down.x(), down.y(), True, False)
+            point = self.mapSceneToView(ev.scenePos())
+            self.pathDragged.emit(point.x(), point.y(), False, bool(ev.isFinish()))
             return
         super().mouseDragEvent(ev, axis)
 
@@ -129,11 +162,16 @@ class PlayerView(QWidget):
         The user asked for the ``linear`` or ``mel`` frequency axis (the window reloads the pyramid).
     spectrogramPainted(int)
         The spectrogram of this clip id has been drawn on screen for the first time.
+    spanBandSelected(float, float, bool, object)
+        A Shift+drag on the spectrogram: start and end time, whether the drag is finished, and the
+        frequency band ``(low_hz, high_hz)`` it covers, or None for a plain time span (a flat drag
+        or one over the whole visible height).
     """
 
     status = Signal(str)
     scaleChanged = Signal(str)
     spectrogramPainted = Signal(int)
+    spanBandSelected = Signal(float, float, bool, object)
 
     DEFAULT_DB = (-100.0, 0.0)
 
@@ -219,6 +257,17 @@ class PlayerView(QWidget):
         self.loop_region.setVisible(False)
         self.loop_region.sigRegionChangeFinished.connect(self._region_moved)
         self.spec_plot.addItem(self.loop_region, ignoreBounds=True)
+        self._freq_top = 1.0
+        self.band: tuple[float, float] | None = None  # the band of the last Shift+drag (Hz), if any
+        self.band_rect = QGraphicsRectItem()  # that band over its span, dashed
+        band_pen = QPen(pg.mkColor("#a8dcff"), 2, Qt.PenStyle.DashLine)
+        band_pen.setCosmetic(True)
+        self.band_rect.setPen(band_pen)
+        self.band_rect.setBrush(QBrush(Qt.BrushStyle.NoBrush))
+        self.band_rect.setAcceptedMouseButtons(Qt.MouseButton.NoButton)
+        self.band_rect.setVisible(False)
+        self.spec_plot.addItem(self.band_rect, ignoreBounds=True)
+        self.spec_plot.getViewBox().boxSelected.connect(self._spec_box_selected)
 
         for plot in (self.wave_plot, self.spec_plot, self.tags_plot, self.direction_plot):
             plot.getViewBox().spanSelected.connect(self.select_loop)
@@ -295,6 +344,8 @@ class PlayerView(QWidget):
         self.direction_note.setText(message)
         self._audio_overlay.setVisible(False)
         self.loop_region.setVisible(False)
+        self.band_rect.setVisible(False)
+        self.band = None
         for line in self._ref_lines:
             self.spec_plot.removeItem(line)
         self._ref_lines = []
@@ -306,6 +357,11 @@ class PlayerView(QWidget):
         self.audio_notice.setFixedHeight(self.audio_notice.heightForWidth(_NOTICE_WIDTH))
         self._audio_overlay.setVisible(True)
         self._audio_overlay.raise_()
+
+    @property
+    def loaded_audio(self) -> tuple[np.ndarray, int, str | None] | None:
+        """The current clip's samples, sample rate and layout as handed to the player (None: none yet)."""
+        return self._loaded
 
     def set_audio(self, clip_id: int, samples: np.ndarray, sample_rate: int, layout: str | None) -> None:
         """Hand the decoded clip to the player (after :meth:`set_spectrogram` of the same clip)."""
@@ -338,6 +394,7 @@ class PlayerView(QWidget):
         else:
             self.spec_plot.getAxis("left").setTicks(None)
         self.spec_image.set_pyramid(pyramid, self._freq_top)
+        self.band_rect.setVisible(False)  # drawn in the old axis's heights (Hz or mel bins)
         self.spec_image.set_levels(*self._levels())
         self._audio_overlay.setVisible(False)
         self.spec_plot.setYRange(0, self._freq_top, padding=0)
@@ -471,6 +528,11 @@ class PlayerView(QWidget):
             self._ref_lines.append(line)
 
     # ------------------------------------------------------------------ drawing
+
+    @property
+    def awaiting_paint(self) -> int | None:
+        """The clip whose spectrogram was set but not drawn yet (``spectrogramPainted`` pending)."""
+        return self._announce
 
     def _spectrogram_drawn(self) -> None:
         if self._announce is not None:
@@ -617,11 +679,51 @@ class PlayerView(QWidget):
         t0, t1 = max(0.0, min(t0, self.duration)), max(0.0, min(t1, self.duration))
         if t1 - t0 < MIN_LOOP_S:
             return
+        self.band_rect.setVisible(False)  # a spectrogram drag shows its band again right after this
         self.loop_region.setRegion((t0, t1))
         self.loop_region.setVisible(True)
         if finished:
             self.player.set_loop(t0, t1)
             self.status.emit(f"looping {t0:.2f}–{t1:.2f} s (L stops the loop)")
+
+    def hz_at(self, y: float) -> float:
+        """The frequency (Hz) at height ``y`` of the spectrogram (on the mel axis, y is a bin index)."""
+        if self.pyramid is None or self.pyramid.params.scale == "linear":
+            return float(y)
+        freqs = np.asarray(self.pyramid.freqs_hz, dtype=np.float64)
+        return float(np.interp(y - 0.5, np.arange(len(freqs)), freqs))  # bin i spans [i, i + 1)
+
+    def band_of(self, y0: float, y1: float) -> tuple[float, float] | None:
+        """The band (Hz) between heights ``y0 < y1`` of the spectrogram, or None for a plain span.
+
+        A drag less than :data:`MIN_BAND_PX` tall or covering :data:`FULL_HEIGHT_SHARE` of the
+        visible height means "no band": the analysis then uses its default band.
+        """
+        if self.pyramid is None:
+            return None
+        box = self.spec_plot.getViewBox()
+        v0, v1 = box.viewRange()[1]
+        low, high = max(y0, v0, 0.0), min(y1, v1, self._freq_top)
+        if v1 <= v0 or high <= low:
+            return None
+        if (high - low) / (v1 - v0) * box.height() < MIN_BAND_PX or high - low >= FULL_HEIGHT_SHARE * (v1 - v0):
+            return None
+        return (round(self.hz_at(low), 1), round(self.hz_at(high), 1))
+
+    def _spec_box_selected(self, t0: float, t1: float, y0: float, y1: float, finished: bool) -> None:
+        """Show the dragged band as a dashed box over the span and hand span and band on."""
+        if self.clip_id is None:
+            return
+        band = self.band_of(y0, y1)
+        self.band = band
+        if band is None:
+            self.band_rect.setVisible(False)
+        else:
+            low, high = max(y0, 0.0), min(y1, self._freq_top)
+            self.band_rect.setRect(QRectF(t0, low, t1 - t0, high - low))
+            self.band_rect.setToolTip(f"band {band[0]:.0f}–{band[1]:.0f} Hz")
+            self.band_rect.setVisible(True)
+        self.spanBandSelected.emit(t0, t1, finished, band)
 
     def _region_moved(self) -> None:
         if self.player.loop is not None:

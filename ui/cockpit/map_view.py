@@ -20,9 +20,9 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidg
 from storage import Store
 from ui.cockpit.map_data import great_circle, outline_path
 from workbench.errors import AglwError
-from workbench.metrics.core import prediction_error_km
+from workbench.metrics.distance import prediction_error_km
 from workbench.metrics.service import model_names, prediction_records
-from workbench.review import ClipDetail
+from workbench.review.views import ClipDetail
 
 PALETTE = ["#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#42d4f4", "#f032e6", "#9a6324"]
 ERROR_RANGE_KM = (10.0, 20_000.0)  # colour scale of the overview, logarithmic
@@ -91,6 +91,10 @@ class MapView(QWidget):
         layout.addWidget(self.legend)
         self.points: list[MapPoint] = []
         self.true_point: tuple[float, float] | None = None
+        # Guess mode (ui.cockpit.guess_mode) hides the clip's truth, the models' answers and the
+        # pool overview (every clip's true location) until the annotator has guessed.
+        self.hidden = False
+        self.detail: ClipDetail | None = None
         self.refresh()
 
     def refresh(self) -> None:
@@ -105,8 +109,18 @@ class MapView(QWidget):
         self.pool_model.blockSignals(False)
         self.show_pool(self.pool_model.currentData())
 
+    def set_hidden(self, hidden: bool) -> None:
+        """Hide (guess mode) or show the clip's true location, the ALMs' answers and the overview."""
+        if hidden == self.hidden:
+            return
+        self.hidden = hidden
+        self.pool_model.setEnabled(not hidden)
+        self.show_pool(self.pool_model.currentData())
+        self.set_clip(self.detail)
+
     def set_clip(self, detail: ClipDetail | None) -> None:
         """Show ``detail``'s true location and every ALM's guess with a geodesic error line."""
+        self.detail = detail
         self.points = []
         self.true_point = None
         self.truth.setData([], [])
@@ -114,6 +128,11 @@ class MapView(QWidget):
         self.lines.setData([], [])
         if detail is None:
             self.legend.setText(self.outline_problem or "no clip")
+            return
+        if self.hidden:
+            self.legend.setText(f"{detail.key}: guess mode — the true location and the models' answers are "
+                                "hidden until your guess is saved")
+            self.frame([])
             return
         lines_lon: list[np.ndarray] = []
         lines_lat: list[np.ndarray] = []
@@ -164,7 +183,7 @@ class MapView(QWidget):
 
     def show_pool(self, model: str | None) -> None:
         """Colour every clip's true location by ``model``'s error (log scale, 10 km … 20,000 km)."""
-        if model is None:
+        if model is None or self.hidden:
             self.pool.setData([], [])
             self.pool_summary.setText("")
             return
@@ -175,7 +194,9 @@ class MapView(QWidget):
             lon = _coordinate(row.true_longitude, 180.0)
             if lat is None or lon is None:
                 continue
-            error = prediction_error_km(row.true_latitude, row.true_longitude, row.predicted_latitude, row.predicted_longitude)
+            error = row.distance_error_km  # stored at import; computed for rows written without it
+            if error is None:
+                error = prediction_error_km(row.true_latitude, row.true_longitude, row.predicted_latitude, row.predicted_longitude)
             lons.append(lon)
             lats.append(lat)
             errors.append(np.nan if error is None else error)

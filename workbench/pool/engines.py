@@ -118,6 +118,8 @@ def run_ray(items: Sequence[PoolItem], *, address: str | None, workers: int, sha
     ray = connect_ray(address, workers)
     if not items:
         return
+    # Never more tasks than recordings (Ray Data warns about idle concurrency otherwise).
+    workers = max(1, min(workers, len(items)))
     dataset = ray.data.from_items([asdict(item) for item in items], override_num_blocks=max(1, min(len(items), 4 * workers)))
     measured = dataset.map_batches(
         function,

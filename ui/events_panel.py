@@ -1,0 +1,503 @@
+"""Spatial sound events in the review window (spatial-events.md "Annotating in the GUI").
+
+With "Mark events" on, a Shift+drag on the spectrogram (the same gesture that sets the playback
+loop, so the span loops) adds an event whose direction is pre-filled from the analysis of that
+span; dragged as a rectangle (taller than a few pixels, less than the whole height) it also
+gives a frequency band, and the pre-fill analyses that band only. The event stores its time
+span, not the band (the event model has no band field): the band is shown while it is the last
+drag and named in the pre-fill line and the event's note. A click on the direction view sets
+the selected event's (static) direction; a Ctrl+drag draws a moving source's track, replacing
+the frames the drag passes over; a Ctrl+click adds one point of a track (interpolated between
+points). Events are boxes on the spectrogram and tracks on the direction view, coloured by
+class, with a legend. Keys: N / P next and previous event, C / Shift+C class, F front/back, Delete.
+
+FOA clips can be heard on headphones: decoded to binaural (virtual loudspeakers, max-rE, HRIRs)
+with a yaw control; the HRIR source (the spherical-head model or the chosen SOFA file) is named.
+Every edit is a command on the window's stack (undo/redo, history, per annotator).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QRectF, Qt, Signal
+from PySide6.QtGui import QAction, QBrush, QColor, QKeySequence, QPen
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDockWidget,
+    QGraphicsRectItem,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QScrollArea,
+    QSlider,
+    QVBoxLayout,
+    QWidget,
+)
+
+from workbench.errors import AglwError
+from ui.events_headphones import HeadphonesMixin
+from workbench.events.binaural import SPHERICAL_HEAD_NAME, BinauralDecoder
+from workbench.events.commands import AddEvent, DeleteEvent, EditEvent
+from workbench.events.model import FRAME_S, FRONT_BACK, STARSS23_CLASSES, SpatialEventData, frame_span
+from workbench.events.prefill import prefill_direction
+from workbench.events.service import EventService
+from workbench.events.tracks import apply_dragged_path, is_moving
+from workbench.labels import INTERACTIVE_WAIT_S
+
+# One colour per class (Okabe–Ito and Tableau hues: distinguishable, also for most colour-blind eyes).
+_PALETTE = ("#e69f00", "#56b4e9", "#009e73", "#f0e442", "#0072b2", "#d55e00", "#cc79a7", "#ffffff",
+            "#8c564b", "#bcbd22", "#17becf", "#ff9896", "#9467bd")
+
+
+def class_colour(name: str, classes: tuple[str, ...] = STARSS23_CLASSES) -> QColor:
+    """The colour of a class (classes outside the list get a stable colour from their name)."""
+    index = classes.index(name) if name in classes else sum(map(ord, name))
+    return QColor(_PALETTE[index % len(_PALETTE)])
+
+
+class EventsPanel(QWidget):
+    """The list and controls of one clip's events (the logic lives in :class:`EventsController`)."""
+
+    markToggled = Signal(bool)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.mark = QCheckBox("Mark events")
+        self.mark.setToolTip("Shift+drag a span on the spectrogram to add an event (drag a rectangle to pre-fill "
+                             "the direction from that frequency band only); click the direction view to correct "
+                             "it, Ctrl+drag there to draw a moving source's track, Ctrl+click to add a track point")
+        self.mark.toggled.connect(self.markToggled.emit)
+        self.list = QListWidget()
+        self.class_box = QComboBox()
+        self.class_box.addItems(list(STARSS23_CLASSES))
+        # Narrow enough for the right dock column: long class names are read in the popup.
+        self.class_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.class_box.setMinimumContentsLength(8)
+        self.front_back = QComboBox()
+        self.front_back.addItems(list(FRONT_BACK[::-1]))  # undecided first: never a guess
+        self.delete_button = QPushButton("Delete")
+        self.prefill_label = QLabel("")
+        self.prefill_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.prefill_label.setWordWrap(True)
+        self.headphones = QCheckBox("Headphones (binaural)")
+        self.hrir_label = QLabel(f"HRIRs: {SPHERICAL_HEAD_NAME}")
+        self.hrir_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.hrir_label.setWordWrap(True)
+        self.sofa_button = QPushButton("SOFA file…")
+        self.yaw = QSlider(Qt.Orientation.Horizontal)
+        self.yaw.setRange(-180, 180)
+        self.yaw_label = QLabel("yaw 0°")
+        row = QHBoxLayout()
+        row.addWidget(QLabel("class"))
+        row.addWidget(self.class_box, 1)
+        row2 = QHBoxLayout()
+        row2.addWidget(QLabel("front/back"))
+        row2.addWidget(self.front_back, 1)
+        row2.addWidget(self.delete_button)
+        yaw_row = QHBoxLayout()
+        yaw_row.addWidget(self.yaw_label)
+        yaw_row.addWidget(self.yaw, 1)
+        hrir_row = QHBoxLayout()
+        hrir_row.addWidget(self.hrir_label, 1)
+        hrir_row.addWidget(self.sofa_button)
+        box = QVBoxLayout(self)
+        box.addWidget(self.mark)
+        box.addWidget(self.list, 1)
+        box.addLayout(row)
+        box.addLayout(row2)
+        box.addWidget(self.prefill_label)
+        box.addWidget(self.headphones)
+        box.addLayout(yaw_row)
+        box.addLayout(hrir_row)
+        self.set_foa(False)
+
+    def set_foa(self, foa: bool) -> None:
+        """Headphone decoding applies to FOA clips only."""
+        for widget in (self.headphones, self.yaw, self.yaw_label, self.sofa_button, self.hrir_label):
+            widget.setEnabled(foa)
+
+
+class EventsController(HeadphonesMixin):
+    """Keeps the events of the window's current clip, draws them and turns gestures into commands."""
+
+    def __init__(self, window: Any, panel: EventsPanel) -> None:
+        self.window = window
+        self.panel = panel
+        self.service = EventService(window.store, write_wait_s=INTERACTIVE_WAIT_S)
+        self.clip_id: int | None = None
+        self.duration: float | None = None
+        self.layout: str | None = None
+        self.events: list[SpatialEventData] = []
+        self.selected_uid: str | None = None
+        self.anchors: dict[str, list[tuple[int, float]]] = {}  # moving tracks: (frame offset, angle)
+        self.sofa_path: str | None = None
+        self.decoder: BinauralDecoder | None = None
+        self._items: list[Any] = []
+        self._legend: pg.LegendItem | None = None
+        self._updating = False
+        self._path: list[tuple[float, float]] = []  # the Ctrl+drag in progress on the direction view
+        self._path_curve: pg.PlotDataItem | None = None
+        pv = window.player_view
+        pv.spanBandSelected.connect(self.span_selected)
+        pv.graphics.scene().sigMouseClicked.connect(self._scene_clicked)
+        direction_box = pv.direction_plot.getViewBox()
+        direction_box.pathDragged.connect(self._path_dragged)
+        # Ctrl+drag draws only while marking; otherwise it pans the time axis as before.
+        panel.markToggled.connect(lambda on: setattr(direction_box, "draw_with_ctrl", on))
+        panel.list.currentRowChanged.connect(self._row_changed)
+        panel.class_box.currentTextChanged.connect(lambda name: self._edit_selected(class_name=name))
+        panel.front_back.currentTextChanged.connect(self._front_back_chosen)
+        panel.delete_button.clicked.connect(self.delete_selected)
+        panel.headphones.toggled.connect(self.set_headphones)
+        panel.yaw.valueChanged.connect(self._yaw_changed)
+        self.yaw_deg = 0.0  # read by the audio thread, which must not touch the slider (house rule 3)
+        panel.sofa_button.clicked.connect(self.ask_sofa)
+
+    # ------------------------------------------------------------------ clip and audio
+
+    def set_clip(self, clip_id: int) -> None:
+        """A new clip is shown: read its events (the layout is known once its audio arrives)."""
+        self.set_headphones(False)
+        info = self.service.clip(clip_id)
+        self.clip_id, self.duration, self.layout = clip_id, info.duration_s, info.layout
+        self.selected_uid = None
+        self.anchors.clear()
+        self.panel.set_foa(False)
+        self.refresh()
+        if self.window.player_view.clip_id == clip_id:
+            self.audio_ready(clip_id)  # the audio arrived before the clip was announced (a cached clip)
+
+    def audio_ready(self, clip_id: int) -> None:
+        loaded = self.window.player_view.loaded_audio
+        if clip_id != self.clip_id or loaded is None:
+            return
+        samples, sample_rate, layout = loaded
+        self.layout = layout or self.layout
+        self.duration = samples.shape[0] / sample_rate
+        self.panel.set_foa(self.layout in ("ambix", "fuma"))
+        self.draw()
+
+    # ------------------------------------------------------------------ reading and drawing
+
+    def refresh(self) -> None:
+        """Re-read the events (after any command, undo or redo) and redraw."""
+        if self.clip_id is None:
+            return
+        self.events = self.service.events(self.clip_id, self.window.annotator.id)
+        uids = [e.uid for e in self.events]
+        if self.selected_uid not in uids:
+            self.selected_uid = uids[-1] if uids else None
+        self._updating = True
+        try:
+            self.panel.list.clear()
+            for event in self.events:
+                item = QListWidgetItem(self._describe(event))
+                item.setForeground(QBrush(class_colour(event.class_name)))
+                self.panel.list.addItem(item)
+            if self.selected_uid is not None:
+                self.panel.list.setCurrentRow(uids.index(self.selected_uid))
+                self._show_selected_fields()
+        finally:
+            self._updating = False
+        self.draw()
+
+    @staticmethod
+    def _describe(event: SpatialEventData) -> str:
+        az, el = event.mean_direction()
+        where = (f"lateral {az:.0f}° ({event.front_back or 'undecided'})" if event.direction_kind == "lateral"
+                 else f"{az:.0f}° az, {el:.0f}° el")
+        moving = " moving" if len(event.track) > 1 and len({tuple(t) for t in event.track}) > 1 else ""
+        return f"{event.onset_s:.1f}–{event.offset_s:.1f} s  {event.class_name}  {where}{moving}"
+
+    def selected(self) -> SpatialEventData | None:
+        return next((e for e in self.events if e.uid == self.selected_uid), None)
+
+    def _show_selected_fields(self) -> None:
+        event = self.selected()
+        if event is None:
+            return
+        if self.panel.class_box.findText(event.class_name) < 0:
+            self.panel.class_box.addItem(event.class_name)  # an AudioSet or project class of this clip
+        self.panel.class_box.setCurrentText(event.class_name)
+        self.panel.front_back.setCurrentText(event.front_back or "undecided")
+        self.panel.front_back.setEnabled(event.direction_kind == "lateral")
+
+    def draw(self) -> None:
+        """Boxes on the spectrogram, tracks on the direction view, a legend of the classes shown."""
+        pv = self.window.player_view
+        for plot, item in self._items:
+            plot.removeItem(item)
+        self._items = []
+        if self._legend is not None:
+            scene = self._legend.scene()
+            if scene is not None:
+                scene.removeItem(self._legend)
+            self._legend = None
+        if not self.events:
+            return
+        y0, y1 = pv.spec_plot.viewRange()[1]
+        legend = pg.LegendItem(offset=(-10, 5), labelTextColor="#eeeeee", brush=pg.mkBrush(20, 20, 20, 200))
+        legend.setParentItem(pv.direction_plot.getViewBox())
+        self._legend = legend
+        shown: set[str] = set()
+        for event in self.events:
+            colour = class_colour(event.class_name)
+            selected = event.uid == self.selected_uid
+            fill = QColor(colour)
+            fill.setAlpha(60 if selected else 30)
+            rect = QGraphicsRectItem(QRectF(event.onset_s, y0, event.offset_s - event.onset_s, y1 - y0))
+            pen = QPen(colour, 2 if selected else 1)
+            pen.setCosmetic(True)  # a width in pixels, not in seconds × hertz
+            rect.setPen(pen)
+            rect.setBrush(QBrush(fill))
+            rect.setToolTip(self._describe(event))
+            pv.spec_plot.addItem(rect, ignoreBounds=True)
+            self._items.append((pv.spec_plot, rect))
+            first, n = frame_span(event.onset_s, event.offset_s)
+            times = (first + np.arange(n) + 0.5) * FRAME_S
+            angles = np.array([event.direction_at(k)[0] for k in range(n)])
+            curve = pg.PlotDataItem(times, angles, pen=pg.mkPen(colour, width=3 if selected else 2),
+                                    symbol="o", symbolSize=6 if selected else 4, symbolBrush=colour,
+                                    symbolPen=None)
+            pv.direction_plot.addItem(curve, ignoreBounds=True)
+            self._items.append((pv.direction_plot, curve))
+            if event.direction_kind == "lateral" and event.front_back in (None, "undecided"):
+                # Both candidates: the lateral angle and its mirror stay the expert's call.
+                mirror = pg.PlotDataItem(times, angles, pen=pg.mkPen(colour, width=1, style=Qt.PenStyle.DashLine))
+                pv.direction_plot.addItem(mirror, ignoreBounds=True)
+                self._items.append((pv.direction_plot, mirror))
+            if event.class_name not in shown:
+                shown.add(event.class_name)
+                legend.addItem(curve, event.class_name)
+
+    # ------------------------------------------------------------------ gestures
+
+    def span_selected(self, t0: float, t1: float, finished: bool,
+                      band: tuple[float, float] | None = None) -> None:
+        """Shift+drag on the spectrogram: with "Mark events" on, add an event with a pre-filled direction.
+
+        ``band`` (Hz), when the drag was a rectangle, limits the pre-fill's analysis to that band.
+        """
+        if not finished or not self.panel.mark.isChecked() or self.clip_id is None:
+            return
+        first = math.floor(max(0.0, t0) / FRAME_S + 1e-6)
+        last = math.ceil(t1 / FRAME_S - 1e-6)
+        if self.duration is not None:
+            last = min(last, int(math.floor(self.duration / FRAME_S + 1e-6)))
+        if last - first < 1:
+            self.window.show_status("the span is shorter than one 100 ms frame; drag a longer one")
+            return
+        onset, offset = round(first * FRAME_S, 6), round(last * FRAME_S, 6)
+        event = self._prefilled_event(onset, offset, band)
+        command = AddEvent(self.service, self.window.annotator.id, self.clip_id, event)
+        if self.window.execute(command):
+            self.selected_uid = command.uid
+            self.refresh()
+
+    def _prefilled_event(self, onset: float, offset: float,
+                         band: tuple[float, float] | None = None) -> SpatialEventData:
+        loaded = self.window.player_view.loaded_audio
+        kind = "lateral" if self.layout in ("binaural", "stereo", "ab", "xy", "ms") else "azel"
+        direction: tuple[float, float] = (0.0, 0.0)
+        note = None
+        if loaded is not None:
+            samples, sample_rate, layout = loaded
+            try:
+                result = prefill_direction(samples, sample_rate, layout or "", onset, offset, band)
+            except AglwError as exc:
+                self.panel.prefill_label.setText(f"no pre-fill: {exc}")
+            else:
+                direction = (round(result.azimuth_deg, 1), round(result.elevation_deg, 1))
+                kind = result.kind
+                if kind == "lateral":
+                    hours = " or ".join(f"{h} o'clock" for h in result.hours)
+                    text = f"pre-filled: lateral {direction[0]:.0f}° ({hours}: front or back is yours to say)"
+                else:
+                    text = f"pre-filled: azimuth {direction[0]:.0f}°, elevation {direction[1]:.0f}°"
+                where = "the analysis" if band is None else f"the analysis of {band[0]:.0f}–{band[1]:.0f} Hz"
+                if band is not None:
+                    # No band field in the event model: the band guides the pre-fill, the event keeps its span.
+                    text += (f"; from {band[0]:.0f}–{band[1]:.0f} Hz only (the band is used for the pre-fill "
+                             "and named in the note; the event stores its time span)")
+                self.panel.prefill_label.setText(f"{text}; confidence {result.confidence:.2f}")
+                note = f"direction pre-filled from {where}"
+        return SpatialEventData(onset, offset, self.panel.class_box.currentText(), (direction,),
+                                direction_kind=kind, front_back="undecided" if kind == "lateral" else None,
+                                note=note)
+
+    def _scene_clicked(self, event: Any) -> None:
+        if not self.panel.mark.isChecked() or event.button() != Qt.MouseButton.LeftButton:
+            return
+        box = self.window.player_view.direction_plot.getViewBox()
+        if not box.sceneBoundingRect().contains(event.scenePos()):
+            return
+        point = box.mapSceneToView(event.scenePos())
+        ctrl = bool(event.modifiers() & Qt.KeyboardModifier.ControlModifier)
+        self.direction_clicked(point.x(), point.y(), add_track_point=ctrl)
+
+    def direction_clicked(self, t: float, angle: float, *, add_track_point: bool = False) -> None:
+        """Set the selected event's direction (or, with ``add_track_point``, a point of its track).
+
+        The first track point of an already moving track (dragged, imported) keeps the track: its
+        frames become the points the new one is interpolated between.
+        """
+        event = self.selected()
+        if event is None:
+            self.window.show_status("select or mark an event first")
+            return
+        limit = 90.0 if event.direction_kind == "lateral" else 180.0
+        angle = round(max(-limit, min(limit, angle)), 1)
+        elevation = event.mean_direction()[1]
+        if not add_track_point:
+            self.anchors.pop(event.uid or "", None)
+            self._edit_selected(track=[(angle, elevation)])
+            return
+        first, n = frame_span(event.onset_s, event.offset_s)
+        k = int(min(n - 1, max(0, math.floor(t / FRAME_S) - first)))
+        if event.uid not in self.anchors and len(event.track) == n and is_moving(event.track):
+            self.anchors[event.uid or ""] = [(i, float(entry[0])) for i, entry in enumerate(event.track)]
+        anchors = [a for a in self.anchors.get(event.uid or "", []) if a[0] != k] + [(k, angle)]
+        anchors.sort()
+        self.anchors[event.uid or ""] = anchors
+        frames = np.arange(n)
+        track = np.interp(frames, [a[0] for a in anchors], [a[1] for a in anchors])
+        self._edit_selected(track=[(round(float(a), 1), elevation) for a in track])
+
+    def _path_dragged(self, t: float, angle: float, start: bool, finished: bool) -> None:
+        """Ctrl+drag on the direction view: follow the pointer, then store the drawn part of the track."""
+        if start:
+            self._path = []
+        self._path.append((t, angle))
+        if self._path_curve is None:
+            self._path_curve = pg.PlotDataItem(pen=pg.mkPen("#ffffff", width=2, style=Qt.PenStyle.DotLine))
+            self.window.player_view.direction_plot.addItem(self._path_curve, ignoreBounds=True)
+        times, angles = zip(*self._path)
+        self._path_curve.setData(list(times), list(angles))
+        if finished:
+            path, self._path = self._path, []
+            self._path_curve.setData([], [])
+            self.drag_track(path)
+
+    def drag_track(self, path: list[tuple[float, float]]) -> None:
+        """Replace the selected event's track at the 100 ms frames a dragged path passes over.
+
+        ``path`` is the pointer's (time s, angle °) positions in drag order; between them the
+        track is read off the straight line. Frames outside the event are ignored. One command.
+        """
+        event = self.selected()
+        if event is None:
+            self.window.show_status("select or mark an event first, then Ctrl+drag its track")
+            return
+        limit = 90.0 if event.direction_kind == "lateral" else 180.0
+        track, changed = apply_dragged_path(event.track, event.onset_s, event.offset_s, path, limit_deg=limit)
+        if not changed:
+            self.window.show_status(
+                f"the drag did not pass over the event's span ({event.onset_s:.1f}–{event.offset_s:.1f} s)")
+            return
+        self.anchors.pop(event.uid or "", None)  # the next Ctrl+click starts from the drawn track
+        self._edit_selected(track=track)
+
+    def _edit_selected(self, **values: Any) -> None:
+        if self._updating:
+            return
+        event = self.selected()
+        if event is None:
+            return
+        if all(getattr(event, k) == v for k, v in values.items() if k != "track"):
+            if "track" not in values:
+                return
+        if self.window.execute(EditEvent(self.service, event, **values)):
+            self.refresh()
+
+    def _front_back_chosen(self, choice: str) -> None:
+        event = self.selected()
+        if event is not None and event.direction_kind == "lateral":
+            self._edit_selected(front_back=choice)
+
+    def delete_selected(self) -> None:
+        event = self.selected()
+        if event is not None and self.window.execute(DeleteEvent(self.service, event)):
+            self.refresh()
+
+    # ------------------------------------------------------------------ keyboard
+
+    def step(self, delta: int) -> None:
+        """Select the next (+1) or previous (−1) event and loop its span."""
+        if not self.events:
+            return
+        uids = [e.uid for e in self.events]
+        index = uids.index(self.selected_uid) if self.selected_uid in uids else -1
+        self.panel.list.setCurrentRow((index + delta) % len(uids))
+
+    def cycle_class(self, delta: int) -> None:
+        box = self.panel.class_box
+        box.setCurrentIndex((box.currentIndex() + delta) % box.count())
+
+    def cycle_front_back(self) -> None:
+        event = self.selected()
+        if event is None or event.direction_kind != "lateral":
+            self.window.show_status("front/back applies to events of two-channel clips")
+            return
+        box = self.panel.front_back
+        box.setCurrentIndex((box.currentIndex() + 1) % box.count())
+
+    def _row_changed(self, row: int) -> None:
+        if self._updating or not 0 <= row < len(self.events):
+            return
+        event = self.events[row]
+        self.selected_uid = event.uid
+        self._updating = True
+        try:
+            self._show_selected_fields()
+        finally:
+            self._updating = False
+        self.window.player_view.select_loop(event.onset_s, event.offset_s)  # the span loops on playback
+        self.draw()
+
+
+def install_events_panel(window: Any) -> EventsController:
+    """Add the events dock and its keys to a review window.
+
+    The window provides ``store``, ``annotator``, ``player_view``, ``execute(command)``,
+    ``show_status``, ``stack`` and the ``clipShown``/``audioShown`` signals; nothing else is touched.
+    """
+    panel = EventsPanel()
+    dock = QDockWidget("Events", window)
+    dock.setObjectName("dock-Events")
+    scroller = QScrollArea()  # the dock may be smaller than the panel: it scrolls, the window keeps its size
+    scroller.setWidgetResizable(True)
+    scroller.setWidget(panel)
+    dock.setWidget(scroller)
+    window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
+    # A tab beside the error modes: the right column keeps its height (the window its minimum size).
+    neighbour = window.findChild(QDockWidget, "dock-Error modes")
+    if neighbour is not None:
+        window.tabifyDockWidget(neighbour, dock)
+        neighbour.raise_()
+    controller = EventsController(window, panel)
+    window.clipShown.connect(controller.set_clip)
+    window.audioShown.connect(controller.audio_ready)
+    window.stack.subscribe(controller.refresh)
+
+    def action(text: str, keys: list[str], slot: Any) -> None:
+        act = QAction(text, window)
+        act.setShortcuts([QKeySequence(k) for k in keys])
+        act.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+        act.triggered.connect(slot)
+        window.addAction(act)
+
+    action("Next event", ["N"], lambda: controller.step(1))
+    action("Previous event", ["P"], lambda: controller.step(-1))
+    action("Next event class", ["C"], lambda: controller.cycle_class(1))
+    action("Previous event class", ["Shift+C"], lambda: controller.cycle_class(-1))
+    action("Event front/back", ["F"], controller.cycle_front_back)
+    action("Delete event", ["Delete"], controller.delete_selected)
+    controller.dock = dock  # type: ignore[attr-defined]
+    return controller

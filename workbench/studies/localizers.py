@@ -1,0 +1,209 @@
+"""Humans as localizers: an annotator's blind guess of where a clip was recorded, scored like an ALM.
+
+A guess (latitude, longitude, a confidence in [0, 1], optionally the city, country and
+continent) is a human label: one transaction, a version, ``LabelHistory`` rows (entity
+``human_guess``), undo through :class:`workbench.commands.SetHumanGuess`.  Scores use the
+leaderboard's own formulas (:func:`workbench.metrics.core.compute_metrics`) on records built
+from the guesses and the clips' true locations, one row per annotator (``human:<pseudonym>``)
+and one pooled over everyone (``human (pooled)``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import select
+
+from storage import Store
+from storage.errors import ConflictError
+from storage.models import Annotator, Clip, HumanGuess, LabelHistory, utcnow
+from workbench.errors import InputError
+from workbench.labels import UNSET, LabelChange
+
+ENTITY = "human_guess"
+FIELDS = ("latitude", "longitude", "confidence", "city", "country", "continent")
+
+
+def _check(values: dict[str, Any]) -> dict[str, Any]:
+    clean = {}
+    for name, value in values.items():
+        if value is UNSET:
+            continue
+        if name in ("latitude", "longitude", "confidence") and value is not None:
+            try:
+                value = float(value)
+            except (TypeError, ValueError):
+                raise InputError(f"{name} must be a number, got {value!r}") from None
+            limit = {"latitude": (-90.0, 90.0), "longitude": (-180.0, 180.0), "confidence": (0.0, 1.0)}[name]
+            if not (math.isfinite(value) and limit[0] <= value <= limit[1]):
+                raise InputError(f"{name} must lie in [{limit[0]:g}, {limit[1]:g}], got {value}")
+        elif value is not None:
+            value = str(value).strip() or None
+        clean[name] = value
+    return clean
+
+
+class GuessService:
+    """Reads and writes annotators' location guesses of one project."""
+
+    def __init__(self, store: Store, *, write_wait_s: float | None = None) -> None:
+        self.store = store
+        self.write_wait_s = write_wait_s
+
+    def set_guess(self, annotator_id: int, clip_id: int, *, command_id: str | None = None, action: str = "do",
+                  expected_version: int | None = None, **values: Any) -> LabelChange:
+        """Set (part of) a guess; latitude and longitude go together; one transaction with history."""
+        unknown = set(values) - set(FIELDS)
+        if unknown:
+            raise InputError(f"unknown guess field(s) {', '.join(sorted(unknown))}; use {', '.join(FIELDS)}")
+        clean = _check(values)
+        if not clean:
+            raise InputError("nothing to change: give --lat/--lon, --confidence or a place")
+        if ("latitude" in clean) != ("longitude" in clean):
+            raise InputError("give latitude and longitude together")
+        command_id = command_id or uuid.uuid4().hex
+        for attempt in range(5):
+            try:
+                with self.store.write(wait_s=self.write_wait_s) as s:
+                    return self._apply(s, annotator_id, clip_id, clean, command_id, action, expected_version)
+            except IntegrityError:
+                if attempt == 4:
+                    raise
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    def _apply(s, annotator_id, clip_id, values, command_id, action, expected_version) -> LabelChange:
+        if s.get(Annotator, annotator_id) is None:
+            raise InputError(f"unknown annotator id {annotator_id}")
+        if s.get(Clip, clip_id) is None:
+            raise InputError(f"unknown clip id {clip_id}")
+        row = s.exec(select(HumanGuess).where(HumanGuess.annotator_id == annotator_id,
+                                              HumanGuess.clip_id == clip_id).with_for_update()).first()
+        stored_version = 0 if row is None else (row.version or 0)
+        if expected_version is not None and stored_version != expected_version:
+            stored = {n: (None if row is None else getattr(row, n)) for n in values}
+            raise ConflictError(
+                f"{action} refused: this guess was changed elsewhere since it was read (version {expected_version}, "
+                f"now {stored_version}); stored {stored}, yours {values}. Nothing was overwritten",
+                stored=stored, yours=dict(values), stored_version=stored_version)
+        if row is None:
+            row = HumanGuess(annotator_id=annotator_id, clip_id=clip_id, version=0)
+            old = {n: None for n in values}
+        else:
+            old = {n: getattr(row, n) for n in values}
+        for n, v in values.items():
+            setattr(row, n, v)
+        row.version = (row.version or 0) + 1
+        row.updated_at = utcnow()
+        s.add(row)
+        for n, v in values.items():
+            if old[n] == v and action == "do":
+                continue
+            s.add(LabelHistory(annotator_id=annotator_id, entity=ENTITY, clip_id=clip_id, field=n,
+                               old_value=None if old[n] is None else json.dumps(old[n]),
+                               new_value=None if v is None else json.dumps(v), command_id=command_id,
+                               action=action, at=row.updated_at))
+        s.flush()
+        return LabelChange(entity=ENTITY, annotator_id=annotator_id, clip_id=clip_id, category_id=None, old=old,
+                           new=dict(values), command_id=command_id, version=row.version)
+
+
+@dataclass(frozen=True)
+class GuessView:
+    """One annotator's guess of one clip as the GUI shows it (all None, version 0: no guess yet)."""
+
+    latitude: float | None
+    longitude: float | None
+    confidence: float | None
+    version: int
+    error_km: float | None  # geodesic distance to the clip's true location; None when either is unknown
+
+    @property
+    def placed(self) -> bool:
+        """Whether a position is stored (an undone guess keeps its row with no position)."""
+        return self.latitude is not None and self.longitude is not None
+
+
+def guess_for(store: Store, annotator_id: int, clip_id: int) -> GuessView:
+    """The annotator's stored guess of a clip, scored against the clip's true location."""
+    from workbench.metrics.distance import prediction_error_km
+
+    with store.session() as s:
+        row = s.exec(select(HumanGuess).where(HumanGuess.annotator_id == annotator_id,
+                                              HumanGuess.clip_id == clip_id)).first()
+        clip = s.get(Clip, clip_id)
+        truth = (None, None) if clip is None else (clip.latitude, clip.longitude)
+    if row is None:
+        return GuessView(None, None, None, 0, None)
+    error = None
+    if row.latitude is not None and row.longitude is not None and None not in truth:
+        error = prediction_error_km(truth[0], truth[1], row.latitude, row.longitude)
+    return GuessView(row.latitude, row.longitude, row.confidence, row.version or 0, error)
+
+
+def guess_records(store: Store) -> pd.DataFrame:
+    """One row per guess in the leaderboard's record shape, with ``model`` = ``human:<pseudonym>``."""
+    with store.session() as s:
+        rows = s.exec(select(HumanGuess, Annotator.pseudonym, Clip).join(
+            Annotator, Annotator.id == HumanGuess.annotator_id).join(Clip, Clip.id == HumanGuess.clip_id)).all()
+    records = []
+    for g, pseudonym, clip in rows:
+        if g.latitude is None or g.longitude is None:
+            continue
+        records.append({
+            "model": f"human:{pseudonym}", "clip_key": clip.key, "confidence": g.confidence,
+            "true_latitude": clip.latitude, "true_longitude": clip.longitude, "true_city": clip.city,
+            "true_country": clip.country, "true_continent": clip.continent,
+            "predicted_latitude": f"{g.latitude:.6f}", "predicted_longitude": f"{g.longitude:.6f}",
+            "predicted_city": g.city, "predicted_country": g.country, "predicted_continent": g.continent,
+        })
+    return pd.DataFrame(records)
+
+
+def human_leaderboard(store: Store, profile: str = "agl1k") -> list[dict[str, Any]]:
+    """Leaderboard rows of the human localizers: one per annotator and one pooled over all guesses.
+
+    Each row has the leaderboard's metric keys plus ``n`` and ``mean_confidence``.
+    """
+    from workbench.metrics.core import compute_metrics
+
+    records = guess_records(store)
+    if records.empty:
+        return []
+    rows = []
+    groups = [(name, part) for name, part in records.groupby("model", sort=True)]
+    groups.append(("human (pooled)", records))
+    for name, part in groups:
+        metrics = compute_metrics(part.drop(columns=["model"]), profile, model=str(name))
+        confidence = part["confidence"].dropna()
+        rows.append({**metrics, "model": str(name), "n": int(len(part)),
+                     "mean_confidence": float(confidence.mean()) if len(confidence) else None})
+    return rows
+
+
+def with_human_rows(frame: Any, store: Store, profile: str) -> Any:
+    """The leaderboard ``frame`` with the human localizers' rows appended (per annotator and pooled).
+
+    Humans are scored by the same :func:`~workbench.metrics.core.compute_metrics` as the models,
+    so their rows sit in the same table; ``profile`` is the leaderboard's (``both``: one row per
+    profile). Without guesses the frame comes back unchanged.
+    """
+    import pandas as pd
+
+    profiles = ("agl1k", "iso") if profile == "both" else (profile,)
+    rows = []
+    for name in profiles:
+        for row in human_leaderboard(store, name):
+            rows.append({**row, "profile": name})
+    if not rows:
+        return frame
+    humans = pd.DataFrame(rows)
+    columns = list(frame.columns) if len(frame.columns) else list(humans.columns)
+    humans = humans.reindex(columns=columns)
+    return pd.concat([frame, humans], ignore_index=True) if len(frame) else humans
