@@ -223,3 +223,13 @@ def test_remote_workers_with_a_sqlite_project_say_where_results_go(pool, ray_ins
     context = TaskContext(lambda event: notes.append(event.message) if event.kind == "note" else None)
     analyze_pool(store, engine="ray", ray_address=address, clip_keys=["c00"], task=context)
     assert any("SQLite" in note and "comes back through this machine" in note for note in notes)
+
+
+def test_without_ray_the_engine_names_the_extra_to_install(pool, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import sys
+
+    store, _ = pool
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if the [scale] extra were not installed
+    with pytest.raises(AglwError, match=r"pip install 'agl-workbench\[scale\]'"):
+        analyze_pool(store, engine="ray")
+    assert analyze_pool(store, engine="local").measured == 12  # the embedded default needs nothing
