@@ -68,7 +68,7 @@ class Command(ABC):
         """Restore the values that were there before; persists before returning."""
 
 
-class _LabelCommand(Command):
+class VersionedCommand(Command):
     """Shared mechanics: remember the old values on first execution, write them back on undo.
 
     Every write is version-checked (optimistic concurrency): the first one against
@@ -78,7 +78,7 @@ class _LabelCommand(Command):
     :class:`~storage.errors.ConflictError` and nothing is overwritten.
     """
 
-    def __init__(self, service: LabelService, values: dict[str, Any], base_version: int | None = None) -> None:
+    def __init__(self, service: Any, values: dict[str, Any], base_version: int | None = None) -> None:
         super().__init__()
         self.service = service
         self.values = dict(values)
@@ -101,7 +101,7 @@ class _LabelCommand(Command):
         self.version = self._write(self.previous, "undo", self.version).version
 
 
-class SetCategoryLabel(_LabelCommand):
+class SetCategoryLabel(VersionedCommand):
     """Set an expert's contribution / effect / per-clip polarity for one category of a clip."""
 
     def __init__(
@@ -121,7 +121,7 @@ class SetCategoryLabel(_LabelCommand):
         )
 
 
-class SetClipLabel(_LabelCommand):
+class SetClipLabel(VersionedCommand):
     """Set an expert's rating / decision / note / quality overrule for a clip."""
 
     def __init__(
@@ -139,7 +139,7 @@ class SetClipLabel(_LabelCommand):
         )
 
 
-class SetCategoryPolarity(_LabelCommand):
+class SetCategoryPolarity(VersionedCommand):
     """Force a category's polarity (P / N / neutral, or ``None`` to remove the override)."""
 
     def __init__(
@@ -158,7 +158,7 @@ class SetCategoryPolarity(_LabelCommand):
         )
 
 
-class SetErrorModes(_LabelCommand):
+class SetErrorModes(VersionedCommand):
     """Set an expert's error modes (AGL1K's taxonomy) and/or note on one ALM answer (clip × ALM run).
 
     ``service`` is a :class:`workbench.studies.error_modes.ErrorModeService`; ``modes`` a list of
@@ -183,7 +183,7 @@ class SetErrorModes(_LabelCommand):
         )
 
 
-class SetHumanGuess(_LabelCommand):
+class SetHumanGuess(VersionedCommand):
     """Set an annotator's blind location guess of a clip (``latitude``, ``longitude``, ``confidence``...).
 
     ``service`` is a :class:`workbench.studies.localizers.GuessService`.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from workbench.commands import Command
+from workbench.commands import Command, VersionedCommand
 from workbench.events.model import SpatialEventData
 from workbench.events.service import EventService
 
@@ -44,34 +44,21 @@ class AddEvent(Command):
                                            command_id=self.command_id, action="undo").version
 
 
-class _ChangeEvent(Command):
-    """Shared mechanics: remember the old values on first execution, write them back on undo."""
+class _ChangeEvent(VersionedCommand):
+    """Change an event's fields: the version-checked execute/undo of every label edit, writing
+    through the event service."""
 
     def __init__(self, service: EventService, event: SpatialEventData, values: dict[str, Any]) -> None:
-        super().__init__()
         if event.uid is None:
             raise ValueError("the event has no id yet; add it first")
-        self.service = service
+        super().__init__(service, values, event.version or None)
         self.uid = event.uid
         self.clip_id = event.clip_id
-        self.values = dict(values)
-        self.previous: dict[str, Any] | None = None
-        self.version = event.version or None
         self.row_key = ("spatial_event", self.uid)
 
-    def execute(self) -> None:
-        change = self.service.update(self.uid, self.values, expected_version=self.version,
-                                     command_id=self.command_id, action="redo" if self.executed else "do")
-        if self.previous is None:
-            self.previous = change.old
-        self.version = change.version
-        self.executed = True
-
-    def undo(self) -> None:
-        if self.previous is None:
-            raise RuntimeError("cannot undo a command that never ran")
-        self.version = self.service.update(self.uid, self.previous, expected_version=self.version,
-                                           command_id=self.command_id, action="undo").version
+    def _write(self, values: dict[str, Any], action: str, expected_version: int | None) -> Any:
+        return self.service.update(self.uid, values, expected_version=expected_version,
+                                   command_id=self.command_id, action=action)
 
 
 class EditEvent(_ChangeEvent):
