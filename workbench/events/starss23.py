@@ -270,7 +270,7 @@ def events_to_rows(
         if event.class_name not in index_of:
             raise InputError(
                 f"event {event.uid or ''} has class {event.class_name!r}, which is not in the export's class list "
-                f"({len(class_names)} classes); pass the project's class list with --classes"
+                f"({len(class_names)} classes); pass the project's class list with --class-list FILE"
             )
         class_index = index_of[event.class_name]
         first, n = frame_span(event.onset_s, event.offset_s)
