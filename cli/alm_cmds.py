@@ -27,9 +27,8 @@ def _money(value: float | None) -> str:
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the root app."""
-    from cli.curation_cmds import export_app
-
+    """Add this module's commands to the root app (`export predictions` is registered by the
+    export group's owner, cli/curation_cmds.py, so that `aglw export` finds it)."""
     alm_app = typer.Typer(help="Run audio-language models on the clips (see `aglw alm run --help`).",
                           no_args_is_help=True)
 
@@ -125,24 +124,24 @@ def register(app: typer.Typer) -> None:
         if report.failed:
             raise typer.Exit(1)
 
-    @export_app.command("predictions")
-    def export_predictions_command(
-        ctx: typer.Context,
-        out: str = typer.Argument(..., help="JSON Lines file to write (AGL1K's seed_42_ABCD.jsonl shape)."),
-        model: str = typer.Option(..., "--model", help="Model whose predictions are written."),
-        format: str = typer.Option("agl1k", "--format", help="agl1k (the only format)."),  # noqa: A002
-        force: bool = typer.Option(False, "--force", help="Replace OUT if it exists."),
-    ) -> None:
-        """Write a model's predictions as AGL1K result records (readable by AGL1K's analysis script)."""
-        from workbench.alm.records import export_predictions
-
-        if format != "agl1k":
-            raise typer.BadParameter("only agl1k is supported", param_hint="--format")
-        app = app_context(ctx)
-        result = export_predictions(app.store(), model, out, overwrite=force)
-        if app.json:
-            emit_json({"model": result.model, "path": str(result.path), "n_records": result.n_records})
-            return
-        show(f"wrote {result.n_records} record(s) of {result.model} to {result.path}")
-
     app.add_typer(alm_app, name="alm")
+
+
+def export_predictions_command(
+    ctx: typer.Context,
+    out: str = typer.Argument(..., help="JSON Lines file to write (AGL1K's seed_42_ABCD.jsonl shape)."),
+    model: str = typer.Option(..., "--model", help="Model whose predictions are written."),
+    format: str = typer.Option("agl1k", "--format", help="agl1k (the only format)."),  # noqa: A002
+    force: bool = typer.Option(False, "--force", help="Replace OUT if it exists."),
+) -> None:
+    """Write a model's predictions as AGL1K result records (readable by AGL1K's analysis script)."""
+    from workbench.alm.records import export_predictions
+
+    if format != "agl1k":
+        raise typer.BadParameter("only agl1k is supported", param_hint="--format")
+    app = app_context(ctx)
+    result = export_predictions(app.store(), model, out, overwrite=force)
+    if app.json:
+        emit_json({"model": result.model, "path": str(result.path), "n_records": result.n_records})
+        return
+    show(f"wrote {result.n_records} record(s) of {result.model} to {result.path}")

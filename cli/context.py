@@ -11,9 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from workbench.config import Settings, default_db_location
 from workbench.errors import AglwError
@@ -58,9 +55,20 @@ def require_project(db: str) -> str:
         )
     return db
 
-stderr = Console(stderr=True, highlight=False)
-# Results go to stdout (cli.md): `aglw check locations > f` must fill f. Diagnostics use `say`.
-stdout = Console(highlight=False)
+_CONSOLES: dict[str, Any] = {}
+
+
+def console(stream: str = "stdout") -> Any:
+    """The rich console of ``stream`` ("stdout" or "stderr"), made on first use: rich is imported
+    by the commands that print with it, not by every start-up (`--json` output needs none).
+
+    Results go to stdout (cli.md): `aglw check locations > f` must fill f. Diagnostics use `say`.
+    """
+    if stream not in _CONSOLES:
+        from rich.console import Console
+
+        _CONSOLES[stream] = Console(stderr=stream == "stderr", highlight=False)
+    return _CONSOLES[stream]
 
 
 @dataclass
@@ -138,7 +146,7 @@ def say(message: str, *, markup: bool = False) -> None:
     The text is printed as written (an extra's name "[parquet]", a key "[b]" stay) and is not
     wrapped; ``markup`` lets a caller colour its own fixed words (escape any data in it).
     """
-    stderr.print(message, markup=markup, soft_wrap=True)
+    console("stderr").print(message, markup=markup, soft_wrap=True)
 
 
 def show(renderable: Any, *, min_width: int | None = None) -> None:
@@ -151,10 +159,12 @@ def show(renderable: Any, *, min_width: int | None = None) -> None:
     # A line stays one line in a pipe (rich would wrap it at 80 columns and break a path in two).
     text = isinstance(renderable, str)
     options = {"markup": False, "soft_wrap": True} if text else {}
-    if min_width is not None and stdout.width < min_width:
+    if min_width is not None and console().width < min_width:
+        from rich.console import Console
+
         Console(width=min_width, highlight=False).print(renderable, **options)
     else:
-        stdout.print(renderable, **options)
+        console().print(renderable, **options)
 
 
 # Exit status of a command stopped by Ctrl-C (128 + SIGINT), as shells report it.
@@ -187,8 +197,12 @@ def run_task(description: str, job: Callable[[TaskContext], Any]) -> TaskResult:
     import signal
     import threading
 
+    from rich.markup import escape
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
     from workbench.tasks import TaskContext, run_task as run_job
 
+    stderr = console("stderr")
     context = TaskContext()
     progress = Progress(
         TextColumn("[bold]{task.description}"),

@@ -210,5 +210,9 @@ def register(app: typer.Typer) -> None:
     """Add this module's commands to the root app."""
     app.command("fit")(fit_command)
     app.command("select")(select_command)
+    from cli.alm_cmds import export_predictions_command
+
+    if not any(c.name == "predictions" for c in export_app.registered_commands):
+        export_app.command("predictions")(export_predictions_command)
     app.add_typer(export_app, name="export")
     app.add_typer(check_app, name="check")

@@ -22,7 +22,7 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import DatabaseError, OperationalError
 from sqlmodel import Session
 
-from storage import models  # noqa: F401  (registers the tables on the metadata)
+from storage import models
 from storage.errors import SchemaTooNewError, StoreError
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
@@ -303,7 +303,7 @@ def schema_state(store: Store) -> SchemaState:
     with store.engine.connect() as conn:
         current = MigrationContext.configure(conn).get_current_revision()
         tables = set(inspect(conn).get_table_names())
-    own = set(models.ALL_TABLES.tables) | {"alembic_version"}
+    own = set(models.all_tables().tables) | {"alembic_version"}
     return SchemaState(current, head, known, frozenset(tables - own) if current is None else frozenset())
 
 

@@ -10,30 +10,20 @@ import difflib
 import logging
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, or_
 from sqlmodel import Session, col, select
 
 from storage import Store
-from storage.models import (
-    AlmRun,
-    Annotator,
-    CategoryLabel,
-    Clip,
-    ClipLabel,
-    ClipQuality,
-    CurationCategoryResult,
-    Dataset,
-    JudgeCall,
-    JudgeRun,
-    Judgment,
-    Prediction,
-    Tag,
-    TaggerRun,
-)
+# The clip tables only: `aglw clips list` builds no other table class (start-up, bench P11). The
+# functions below import the tables of the other areas where they use them.
+from storage.models import AlmRun, Clip, Prediction
 from workbench.errors import InputError
 from workbench.media import AudioStatus, clip_audio, dataset_roots
+
+if TYPE_CHECKING:
+    from storage.models import Judgment, TaggerRun
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +33,7 @@ def category_names(store: Store) -> dict[str, str]:
 
     Ids the project uses that neither source names are simply absent: callers show the id.
     """
+    from storage.models import CurationCategoryResult
     from workbench.tagging.ontology import load_local_ontology
 
     names: dict[str, str] = {}
@@ -83,6 +74,8 @@ def current_tagger_run_id(connection: Any) -> int | None:
 
     ``connection`` is a Session or a Connection (both ``execute`` a core select).
     """
+    from storage.models import Tag, TaggerRun
+
     # EXISTS per run (index on tag.tagger_run_id), not IN over every tag row: 12 ms -> well
     # under 1 ms at 200,000 tags, and it is asked on every edit (bench P10).
     has_tags = select(Tag.id).where(col(Tag.tagger_run_id) == col(TaggerRun.id)).exists()
@@ -97,6 +90,8 @@ def current_tagger_run_id(connection: Any) -> int | None:
 
 def current_tagger_run(session: Session) -> TaggerRun | None:
     """The row of :func:`current_tagger_run_id`."""
+    from storage.models import TaggerRun
+
     run_id = current_tagger_run_id(session)
     return session.get(TaggerRun, run_id) if run_id is not None else None
 
@@ -106,6 +101,8 @@ def latest_judgments(
 ) -> list[tuple[Judgment, str, int | None]]:
     """Judgments with their judge name and ALM run: each judge's latest run per clip only
     (``per_alm``: per clip and ALM, as the review's ALM choice and ``judgments show`` need)."""
+    from storage.models import JudgeRun, Judgment
+
     query = select(Judgment, JudgeRun.judge_name, JudgeRun.alm_run_id).join(
         JudgeRun, col(Judgment.judge_run_id) == col(JudgeRun.id)
     )
@@ -184,6 +181,7 @@ def list_clips(
 
 def clip_record(store: Store, key: str) -> dict[str, Any]:
     """Everything stored about one clip, with names beside ids (``aglw clips show``)."""
+    from storage.models import Annotator, CategoryLabel, ClipLabel, ClipQuality, Dataset, Tag
     from workbench.labels import clip_id_for_key
 
     clip_id = clip_id_for_key(store, key)
@@ -259,6 +257,7 @@ def judgment_records(
 ) -> list[dict[str, Any]]:
     """The latest judgment of each judge per clip and ALM, with clip keys and category names
     (``names``: already read by the caller; reading them parses the ontology)."""
+    from storage.models import JudgeRun
     from workbench.labels import clip_id_for_key
 
     clip_ids = [clip_id_for_key(store, clip_key)] if clip_key else None
@@ -295,6 +294,8 @@ _CATEGORY_ID = re.compile(r"/[a-z]/[0-9a-z_]+")
 def known_categories(store: Store) -> dict[str, str | None]:
     """Every category id this project can mean: the AudioSet ontology's (when configured or
     cached) and those its tags, judgments and labels use; id → name (None when unnamed)."""
+    from storage.models import CategoryLabel, Judgment, Tag
+
     names = category_names(store)
     known: dict[str, str | None] = dict(names)
     with store.session() as s:
@@ -342,6 +343,8 @@ def check_category_id(store: Store, category_id: str, option: str = "--category"
 
 def last_judge_failure(store: Store, judge: str, clip_key: str) -> str | None:
     """The reason of the latest failed call of ``judge`` on the clip ``clip_key`` (None if none)."""
+    from storage.models import JudgeCall, JudgeRun
+
     with store.session() as s:
         return s.execute(
             select(JudgeCall.failure_reason)

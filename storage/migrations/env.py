@@ -3,10 +3,10 @@
 from alembic import context
 from sqlalchemy import create_engine
 
-from storage.models import ALL_TABLES
+from storage.models import all_tables
 
 config = context.config
-target_metadata = ALL_TABLES
+target_metadata = all_tables()
 
 
 def _run(connection) -> None:  # type: ignore[no-untyped-def]

@@ -43,7 +43,7 @@ def leaf_commands() -> set[str]:
         else:
             found.add(" ".join(path))
 
-    walk(typer.main.get_command(app), [])
+    walk(typer.main.get_command(app).load_all(), [])  # the root loads a command's module on use
     return found
 
 
