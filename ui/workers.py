@@ -1,4 +1,5 @@
-"""Background work for the GUI: decode, spectrogram pyramid, direction view (house rule 3).
+"""Background work for the GUI: decode, spectrogram pyramid, direction view (house rule 3), and
+any other read whose latest result alone counts (:class:`LatestResult`, e.g. the live leaderboard).
 
 Jobs receive immutable requests and return immutable results; only the GUI thread touches
 widgets. Each request carries a generation id: a result whose generation is not the
@@ -338,4 +339,88 @@ class AudioLoader(QObject):
     def shutdown(self) -> None:
         """Cancel every job and join the worker threads."""
         self.cancel_all()
+        self._pool.waitForDone(-1)
+
+
+class _Call(QRunnable):
+    """One read of :class:`LatestResult` on its pool thread."""
+
+    def __init__(self, generation: int, fn: Callable[[], Any], bridge: _Bridge) -> None:
+        super().__init__()
+        self.setAutoDelete(True)
+        self.generation, self.fn, self.bridge = generation, fn, bridge
+
+    def run(self) -> None:
+        outcome = _call(self.generation, self.fn)
+        try:
+            self.bridge.finished.emit(outcome)
+        except RuntimeError:  # the receiver was deleted while this ran: nobody waits for it
+            pass
+
+
+def _call(generation: int, fn: Callable[[], Any]) -> tuple[int, bool, Any]:
+    try:
+        return generation, True, fn()
+    except Exception as exc:  # noqa: BLE001 - a worker must report, never kill the thread silently
+        return generation, False, f"{type(exc).__name__}: {exc}"
+
+
+class LatestResult(QObject):
+    """Runs a read off the GUI thread and delivers only the latest one's result.
+
+    The :class:`AudioLoader` rule for any read (a view's table, a count): each :meth:`submit`
+    starts a generation, and a result whose generation is not the latest is dropped, so a slow
+    read never overwrites what a newer one (or a synchronous re-read, :meth:`invalidate`) showed.
+
+    Signals
+    -------
+    delivered(object)
+        The latest read's return value (GUI thread).
+    failed(str)
+        The latest read raised; the message names the exception.
+    """
+
+    delivered = Signal(object)
+    failed = Signal(str)
+
+    def __init__(self, parent: QObject | None = None, *, force_sync: bool = False) -> None:
+        super().__init__(parent)
+        self.force_sync = force_sync
+        self.generation = 0
+        self.dropped = 0
+        self._pool = QThreadPool(self)
+        self._pool.setMaxThreadCount(1)
+        self._bridge = _Bridge(self)
+        self._bridge.finished.connect(self._deliver)
+
+    def invalidate(self) -> int:
+        """Start a new generation without a read: every result still under way is dropped."""
+        self.generation += 1
+        return self.generation
+
+    def submit(self, fn: Callable[[], Any]) -> int:
+        """Run ``fn()`` on the pool thread (inline when ``force_sync``); returns its generation."""
+        generation = self.invalidate()
+        if self.force_sync:
+            self._deliver(_call(generation, fn))
+            return generation
+        self._pool.clear()  # a read queued behind the running one would only be dropped
+        self._pool.start(_Call(generation, fn, self._bridge))
+        return generation
+
+    def _deliver(self, outcome: tuple[int, bool, Any]) -> None:
+        generation, ok, value = outcome
+        if generation != self.generation:
+            self.dropped += 1
+            return
+        (self.delivered if ok else self.failed).emit(value)
+
+    @property
+    def busy(self) -> bool:
+        return self._pool.activeThreadCount() > 0
+
+    def shutdown(self) -> None:
+        """Drop what is under way and join the pool thread."""
+        self.invalidate()
+        self._pool.clear()
         self._pool.waitForDone(-1)

@@ -1,7 +1,11 @@
 """Edits as commands with undo/redo (house rule 1), shared by the GUI and the CLI.
 
-A command persists its change immediately, in its own transaction, through
-:class:`workbench.labels.LabelService`. :class:`CommandStack` records executed
+A command persists its change immediately, in its own transaction, through a service
+(:class:`workbench.labels.LabelService`, the error-mode, guess and event services) whose write is
+the one versioned write of this module's helper :mod:`workbench.versioned_rows`: read the row,
+check its version (:class:`~storage.errors.ConflictError`), write the next version and its
+history rows. A new undoable edit adds a service method on that helper and a
+:class:`VersionedCommand` here; neither loop is written again. :class:`CommandStack` records executed
 commands for undo/redo; a write that fails (locked or read-only database, full
 disk) leaves the command *pending* so the user can retry it — the edit is never
 silently dropped. An undo or redo whose write fails is kept pending the same way: a

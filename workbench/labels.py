@@ -1,7 +1,8 @@
 """Human labels: the one write path for expert edits (CLI and GUI alike).
 
 Every change is one transaction that updates the annotator's own label row and
-appends one :class:`storage.models.LabelHistory` row per changed field. A call
+appends one :class:`storage.models.LabelHistory` row per changed field (the versioned write
+every command uses: :func:`workbench.versioned_rows.write_versioned`). A call
 returns only after the commit, so the caller may acknowledge the edit. Labels
 are per annotator: nothing here ever writes another annotator's row.
 """
@@ -10,16 +11,14 @@ from __future__ import annotations
 
 import json
 import secrets
-import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, col, select
+from sqlmodel import col, select
 
 from storage import Store
-from storage.errors import ConflictError
 from storage.models import (
     Annotator,
     CategoryLabel,
@@ -27,9 +26,9 @@ from storage.models import (
     Clip,
     ClipLabel,
     LabelHistory,
-    utcnow,
 )
 from workbench.errors import InputError
+from workbench.versioned_rows import INSERT_RETRIES, FieldHistory, write_versioned
 
 
 class _Unset:
@@ -57,9 +56,6 @@ POLARITIES = ("P", "N", "neutral")
 DECISIONS = ("accept", "reject", "unsure")
 RATINGS = (1, 2, 3, 4, 5)
 ROLES = ("expert", "adjudicator", "curator")
-
-# How often an insert that lost a race for the same (annotator, key) is retried.
-_INSERT_RETRIES = 5
 
 
 @dataclass(frozen=True)
@@ -176,14 +172,6 @@ def _validate(entity: str, values: dict[str, Any]) -> dict[str, Any]:
     return clean
 
 
-def _describe_values(values: dict[str, Any]) -> str:
-    return ", ".join(f"{name}={'empty' if value is None else value!r}" for name, value in values.items())
-
-
-def _encode(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, ensure_ascii=False)
-
-
 def _decode(value: str | None) -> Any:
     return None if value is None else json.loads(value)
 
@@ -240,7 +228,7 @@ class LabelService:
             raise InputError("annotator name is empty; pass --annotator NAME")
         if role not in ROLES:
             raise InputError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
-        for _ in range(_INSERT_RETRIES):
+        for _ in range(INSERT_RETRIES):
             with self.store.session() as s:
                 found = s.exec(select(Annotator).where(Annotator.name == name)).first()
             if found is not None:
@@ -282,7 +270,7 @@ class LabelService:
         """Set an expert's contribution (0–3), effect and/or per-clip polarity for a category.
 
         ``expected_version`` (here and in every write) is the row version the edit was based on
-        (0: no row yet); when the stored row has moved on, :class:`ConflictError` is raised and
+        (0: no row yet); when the stored row has moved on, :class:`~storage.errors.ConflictError` is raised and
         nothing is written. None writes unconditionally.
         """
         if not category_id or not category_id.strip():
@@ -341,97 +329,21 @@ class LabelService:
     ) -> LabelChange:
         if not values:
             raise InputError("nothing to change: give at least one value")
-        if action not in {"do", "undo", "redo"}:
-            raise ValueError(f"unknown history action {action!r}")
-        command_id = command_id or uuid.uuid4().hex
-        for attempt in range(_INSERT_RETRIES):
-            try:
-                with self.store.write(wait_s=self.write_wait_s) as s:
-                    self._check_refs(s, keys)
-                    return self._apply(s, entity, keys, values, command_id, action, expected_version)
-            except IntegrityError:
-                # Lost an insert race for the same key (same annotator in two
-                # processes): the row exists now, so the retry updates it.
-                if attempt == _INSERT_RETRIES - 1:
-                    raise
-        raise AssertionError("unreachable")
-
-    @staticmethod
-    def _check_refs(s: Session, keys: dict[str, Any]) -> None:
-        if s.get(Annotator, keys["annotator_id"]) is None:
-            raise InputError(f"unknown annotator id {keys['annotator_id']}")
-        clip_id = keys.get("clip_id")
-        if clip_id is not None and s.get(Clip, clip_id) is None:
-            raise InputError(f"unknown clip id {clip_id}")
-
-    @staticmethod
-    def _apply(
-        s: Session,
-        entity: str,
-        keys: dict[str, Any],
-        values: dict[str, Any],
-        command_id: str,
-        action: str,
-        expected_version: int | None = None,
-    ) -> LabelChange:
-        model = _SPECS[entity].model
-        query = select(model)
-        for name, value in keys.items():
-            query = query.where(getattr(model, name) == value)
-        # FOR UPDATE (PostgreSQL) / the write lock taken by BEGIN IMMEDIATE (SQLite): the version
-        # read here cannot change before this transaction commits.
-        row = s.exec(query.with_for_update()).first()
-        stored_version = 0 if row is None else (row.version or 0)
-        if expected_version is not None and stored_version != expected_version:
-            stored = {name: (None if row is None else getattr(row, name)) for name in values}
-            when = "" if row is None else f" at {row.updated_at:%Y-%m-%d %H:%M:%S}"
-            raise ConflictError(
-                f"{action} refused: this {entity.replace('_', ' ')} was changed elsewhere since it was read "
-                f"(version {expected_version}, now {stored_version}{when}); stored {_describe_values(stored)}, "
-                f"yours {_describe_values(values)}. Nothing was overwritten; reload to see the stored value",
-                stored=stored,
-                yours=dict(values),
-                stored_version=stored_version,
-            )
-        if row is None:
-            row = model(**keys)
-            old = {name: None for name in values}
-            row.version = 0
-        else:
-            old = {name: getattr(row, name) for name in values}
-        for name, value in values.items():
-            setattr(row, name, value)
-        row.version = (row.version or 0) + 1
-        row.updated_at = utcnow()
-        s.add(row)
-        now = row.updated_at
-        for name, value in values.items():
-            if old[name] == value and action == "do":
-                continue
-            s.add(
-                LabelHistory(
-                    annotator_id=keys["annotator_id"],
-                    entity=entity,
-                    clip_id=keys.get("clip_id"),
-                    category_id=keys.get("category_id"),
-                    field=name,
-                    old_value=_encode(old[name]),
-                    new_value=_encode(value),
-                    command_id=command_id,
-                    action=action,
-                    at=now,
-                )
-            )
-        s.flush()
+        written = write_versioned(
+            self.store, _SPECS[entity].model, keys, values, what=f"this {entity.replace('_', ' ')}",
+            history=FieldHistory(entity, keys["annotator_id"], keys.get("clip_id"), keys.get("category_id")),
+            expected_version=expected_version, action=action, command_id=command_id, wait_s=self.write_wait_s,
+            refs=((Annotator, keys["annotator_id"], "annotator"), (Clip, keys.get("clip_id"), "clip")),
+        )
         return LabelChange(
             entity=entity,
             annotator_id=keys["annotator_id"],
             clip_id=keys.get("clip_id"),
             category_id=keys.get("category_id"),
-            old=old,
-            new=dict(values),
-            command_id=command_id,
-            version=row.version,
+            old=written.old,
+            new=written.new,
+            command_id=written.command_id,
+            version=written.version,
         )
 
     # ------------------------------------------------------------------ reads

@@ -20,14 +20,15 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import threading
 import time
 import uuid
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
+
+from tests.support.fake_http import FakeHTTPServer
 
 BEHAVIOURS = ("ok", "fenced", "nested", "refusal", "zero", "429", "500", "503", "slow", "html", "401",
               "always_fail")
@@ -50,8 +51,8 @@ class Request:
 
 
 @dataclass
-class FakeALMServer:
-    """Shared machinery; use :class:`FakeOpenAIServer` or :class:`FakeGeminiServer`."""
+class FakeALMServer(FakeHTTPServer):
+    """What both ALM APIs share; use :class:`FakeOpenAIServer` or :class:`FakeGeminiServer`."""
 
     models: list[str] = field(default_factory=lambda: ["fake-audio-model"])
     expected_key: str | None = None
@@ -66,8 +67,8 @@ class FakeALMServer:
     _audio: dict[str, str] = field(default_factory=dict)  # sha256 of audio -> clip key
     _files: dict[str, bytes] = field(default_factory=dict)
     _uploads: dict[str, bytearray] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-    _server: ThreadingHTTPServer | None = None
+
+    thread_name = "fake-alm"
 
     # ------------------------------------------------------------------ set-up
     def register_audio(self, data: bytes | Path, key: str) -> None:
@@ -86,78 +87,8 @@ class FakeALMServer:
     def requests_for(self, key: str) -> int:
         return sum(1 for r in self.requests if r.key == key)
 
-    # ------------------------------------------------------------------ lifecycle
-    def start(self) -> "FakeALMServer":
-        api = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                return
-
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-                api._dispatch(self, "POST")
-
-            def do_GET(self) -> None:  # noqa: N802
-                api._dispatch(self, "GET")
-
-            def do_DELETE(self) -> None:  # noqa: N802
-                api._dispatch(self, "DELETE")
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, name="fake-alm", daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    def __enter__(self) -> "FakeALMServer":
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
-
-    @property
-    def origin(self) -> str:
-        assert self._server is not None, "start() the fake server first"
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    # ------------------------------------------------------------------ plumbing
-    @staticmethod
-    def _send(handler: BaseHTTPRequestHandler, status: int, body: Any, *, content_type: str = "application/json",
-              headers: dict[str, str] | None = None) -> None:
-        data = body if isinstance(body, bytes) else (body if isinstance(body, str) else json.dumps(body)).encode()
-        handler.send_response(status)
-        handler.send_header("Content-Type", content_type)
-        handler.send_header("Content-Length", str(len(data)))
-        for name, value in (headers or {}).items():
-            handler.send_header(name, value)
-        handler.end_headers()
-        handler.wfile.write(data)
-
-    def _dispatch(self, handler: BaseHTTPRequestHandler, method: str) -> None:
-        length = int(handler.headers.get("Content-Length") or 0)
-        raw = handler.rfile.read(length) if length else b""
-        try:
-            self._route(handler, method, raw)
-        except (BrokenPipeError, ConnectionResetError):  # the client gave up (a time-out): fine
-            pass
-
-    def _route(self, handler: BaseHTTPRequestHandler, method: str, raw: bytes) -> None:  # pragma: no cover
-        raise NotImplementedError
-
     def _next(self, key: str | None) -> str:
-        with self._lock:
-            queue = self.script.get(key or "")
-            if queue and queue[0] == "always_fail":
-                return "always_fail"
-            return queue.popleft() if queue else "ok"
+        return self._take(self.script.get(key or ""), sticky=("always_fail",))
 
     def _reply_text(self, key: str | None, behaviour: str) -> str:
         answer = generated_answer(key or "unknown")
@@ -210,8 +141,7 @@ class FakeOpenAIServer(FakeALMServer):
                headers: dict[str, str] | None = None) -> None:
         self._send(handler, status, {"error": {"message": message, "type": "error", "code": status}}, headers=headers)
 
-    def _route(self, handler: BaseHTTPRequestHandler, method: str, raw: bytes) -> None:
-        path = handler.path.split("?")[0]
+    def _route(self, handler: BaseHTTPRequestHandler, method: str, path: str, raw: bytes) -> None:
         if method == "GET" and path == "/v1/models":
             self._send(handler, 200, {"object": "list", "data": [{"id": m, "object": "model"} for m in self.models]})
             return
@@ -225,8 +155,7 @@ class FakeOpenAIServer(FakeALMServer):
                 audio = base64.b64decode(part["input_audio"]["data"])
                 key = self._audio.get(hashlib.sha256(audio).hexdigest())
         model = body.get("model")
-        with self._lock:
-            self.requests.append(Request(path, key, model, body))
+        self._record(Request(path, key, model, body))
         auth = handler.headers.get("Authorization", "")
         if self.expected_key is not None and auth != f"Bearer {self.expected_key}":
             self._error(handler, 401, "Incorrect API key provided")
@@ -270,8 +199,7 @@ class FakeGeminiServer(FakeALMServer):
         self._send(handler, status, {"error": {"code": status, "message": message,
                                                "status": names.get(status, "UNKNOWN")}}, headers=headers)
 
-    def _route(self, handler: BaseHTTPRequestHandler, method: str, raw: bytes) -> None:
-        path = handler.path.split("?")[0]
+    def _route(self, handler: BaseHTTPRequestHandler, method: str, path: str, raw: bytes) -> None:
         if path.startswith("/upload/"):
             self._upload_start(handler, raw)
             return
@@ -299,8 +227,7 @@ class FakeGeminiServer(FakeALMServer):
         model = path.split("/models/", 1)[1].split(":", 1)[0]
         body = json.loads(raw or b"{}")
         key = self._key_of(body)
-        with self._lock:
-            self.requests.append(Request(path, key, model, body))
+        self._record(Request(path, key, model, body))
         if self.expected_key is not None and handler.headers.get("x-goog-api-key") != self.expected_key:
             self._send(handler, 400, {"error": {"code": 400, "message": "API key not valid. Please pass a valid API key.",
                                                 "status": "INVALID_ARGUMENT",
@@ -353,8 +280,7 @@ class FakeGeminiServer(FakeALMServer):
         requests = []
         for entry in entries:
             key = self._key_of(entry["request"])
-            with self._lock:
-                self.requests.append(Request("batch", key, model, entry))
+            self._record(Request("batch", key, model, entry))
             requests.append((key, entry.get("metadata")))
         self.batches[name] = {"model": model, "requests": requests, "polls": 0}
         self._send(handler, 200, {"name": name, "metadata": {"name": name, "state": "BATCH_STATE_PENDING",

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from tests.support.fake_http import FakeHTTPServer
 from workbench.attribution.prompts import COT_BEGIN, COT_END
 
 _CATEGORY_LINE = re.compile(r"^- (\S+) \| ", re.MULTILINE)
@@ -49,7 +49,7 @@ class RecordedRequest:
 
 
 @dataclass
-class FakeAnthropicAPI:
+class FakeAnthropicAPI(FakeHTTPServer):
     """The fake service; use as a context manager or call :meth:`start` / :meth:`stop`.
 
     Attributes
@@ -81,50 +81,12 @@ class FakeAnthropicAPI:
     requests: list[RecordedRequest] = field(default_factory=list)
     _batches: dict[str, dict[str, Any]] = field(default_factory=dict)
     _cached_systems: set[str] = field(default_factory=set)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-    _server: ThreadingHTTPServer | None = None
-    _thread: threading.Thread | None = None
 
-    # ------------------------------------------------------------------ lifecycle
+    thread_name = "fake-anthropic"
 
     @property
     def base_url(self) -> str:
-        assert self._server is not None, "start() the fake API first"
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def start(self) -> "FakeAnthropicAPI":
-        api = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:  # keep test output clean
-                return
-
-            def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-                api._handle(self, "GET")
-
-            def do_POST(self) -> None:  # noqa: N802
-                api._handle(self, "POST")
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-anthropic", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    def __enter__(self) -> "FakeAnthropicAPI":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        return self.origin
 
     def count(self, method: str, path_prefix: str) -> int:
         """How many requests with this method had a path starting with ``path_prefix``."""
@@ -138,16 +100,12 @@ class FakeAnthropicAPI:
 
     # ------------------------------------------------------------------ HTTP
 
-    def _handle(self, handler: BaseHTTPRequestHandler, method: str) -> None:
-        length = int(handler.headers.get("content-length") or 0)
-        raw = handler.rfile.read(length) if length else b""
+    def _route(self, handler: BaseHTTPRequestHandler, method: str, path: str, raw: bytes) -> None:
         try:
             body = json.loads(raw) if raw else None
         except json.JSONDecodeError:
             body = None
-        path = handler.path.split("?", 1)[0]
-        with self._lock:
-            self.requests.append(RecordedRequest(method, path, dict(handler.headers.items()), body))
+        self._record(RecordedRequest(method, path, dict(handler.headers.items()), body))
         bearer = (handler.headers.get("authorization") or "").removeprefix("Bearer ")
         presented = handler.headers.get("x-api-key") or bearer
         if self.expected_key is not None and presented != self.expected_key:
@@ -198,17 +156,8 @@ class FakeAnthropicAPI:
 
     def _send_bytes(self, handler: BaseHTTPRequestHandler, data: bytes, status: int, content_type: str,
                     extra: dict[str, str] | None = None) -> None:
-        handler.send_response(status)
-        handler.send_header("content-type", content_type)
-        handler.send_header("content-length", str(len(data)))
-        handler.send_header("request-id", f"req_fake_{len(self.requests)}")
-        for key, value in (extra or {}).items():
-            handler.send_header(key, value)
-        handler.end_headers()
-        try:
-            handler.wfile.write(data)
-        except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout test)
-            pass
+        self._send(handler, status, data, content_type=content_type,
+                   headers={"request-id": f"req_fake_{len(self.requests)}", **(extra or {})})
 
     def _send_error(self, handler: BaseHTTPRequestHandler, status: int, kind: str, message: str) -> None:
         payload = {"type": "error", "error": {"type": kind, "message": message}}
@@ -218,8 +167,7 @@ class FakeAnthropicAPI:
     # ------------------------------------------------------------------ messages
 
     def _messages(self, handler: BaseHTTPRequestHandler, body: Any) -> None:
-        with self._lock:
-            behaviour = self.script.popleft() if self.script else "ok"
+        behaviour = self._take(self.script)
         if behaviour in ("429", "529", "500", "401"):
             kinds = {"429": "rate_limit_error", "529": "overloaded_error", "500": "api_error", "401": "authentication_error"}
             self._send_error(handler, int(behaviour), kinds[behaviour], f"scripted {behaviour}")

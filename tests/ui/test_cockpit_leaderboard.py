@@ -90,3 +90,39 @@ def test_cell_text_never_hides_digits_of_large_numbers() -> None:
     assert cell_text(float("nan")) == "" and cell_text(None) == ""
     assert cell_text(np.int64(12345)) == "12345" and cell_text("Europe") == "Europe"
     assert cell_text(-2500.0) == "-2500.0" and cell_text(999.94) == "999.9"
+
+
+def test_the_live_refresh_reads_the_leaderboard_off_the_gui_thread(qtbot, hand_store, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The live refresh (every 2 s while a job stores answers) does not block the GUI thread, and a
+    synchronous re-read (F5, a job's end) is not overwritten by an older background read."""
+    import threading
+
+    import pandas as pd
+
+    import ui.cockpit.leaderboard_view as module
+
+    real = module.read_leaderboard
+    release = threading.Event()
+    background: list[int] = []
+    stale = pd.DataFrame({"model": ["stale"]})
+
+    def read(store: object, profile: str, by: str | None) -> pd.DataFrame:
+        if threading.current_thread() is threading.main_thread():
+            return real(store, profile, by)
+        background.append(threading.get_ident())
+        release.wait(10)
+        return stale
+
+    monkeypatch.setattr(module, "read_leaderboard", read)
+    view = module.LeaderboardView(hand_store)
+    qtbot.addWidget(view)
+    view.refresh_in_background()
+    qtbot.waitUntil(lambda: bool(background))
+    assert set(view.frame["model"]) == {"toy", "perfect"}  # the GUI thread did not wait for it
+    view.refresh()  # F5 while the live read is under way: the older read must not win
+    release.set()
+    qtbot.waitUntil(lambda: view._reader.dropped == 1)
+    assert set(view.frame["model"]) == {"toy", "perfect"}
+    view.refresh_in_background()  # and a live read nobody overtook is shown
+    qtbot.waitUntil(lambda: list(view.frame["model"]) == ["stale"])
+    view.shutdown()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 
 import numpy as np
@@ -9,8 +10,11 @@ import pandas as pd
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
 from storage import Store
+from ui.workers import LatestResult
 from workbench.metrics.service import leaderboard
 from workbench.studies.localizers import with_human_rows
+
+log = logging.getLogger(__name__)
 
 
 def cell_text(value: object) -> str:
@@ -41,9 +45,13 @@ def fill_table(table: QTableWidget, frame: pd.DataFrame) -> None:
 class LeaderboardView(QWidget):
     """Profile (agl1k / iso / both) and breakdown (none / continent / speech) choosers over a table."""
 
-    def __init__(self, store: Store, parent: QWidget | None = None) -> None:
+    def __init__(self, store: Store, parent: QWidget | None = None, *, force_sync: bool = False) -> None:
         super().__init__(parent)
         self.store = store
+        # the live refresh's reads, off the GUI thread; only the latest one is shown
+        self._reader = LatestResult(self, force_sync=force_sync)
+        self._reader.delivered.connect(self._show)
+        self._reader.failed.connect(lambda message: log.warning("leaderboard refresh failed: %s", message))
         self.profile = QComboBox()
         self.profile.addItems(["both", "agl1k", "iso"])
         self.by = QComboBox()
@@ -66,8 +74,28 @@ class LeaderboardView(QWidget):
         self.refresh()
 
     def refresh(self) -> None:
-        profile, by = self.profile.currentText(), self.by.currentData()
-        self.frame = leaderboard(self.store, profile, by=by)  # type: ignore[arg-type]
-        if by is None:
-            self.frame = with_human_rows(self.frame, self.store, profile)  # blind human guesses, scored alike
-        fill_table(self.table, self.frame)
+        """Re-read now (a new choice, F5, a job's end); a background read still under way is dropped."""
+        self._reader.invalidate()
+        self._show(read_leaderboard(self.store, self.profile.currentText(), self.by.currentData()))
+
+    def refresh_in_background(self) -> None:
+        """Re-read off the GUI thread (the live refresh while a job stores answers); the table
+        changes when the read arrives, unless a newer read or :meth:`refresh` came first."""
+        store, profile, by = self.store, self.profile.currentText(), self.by.currentData()
+        self._reader.submit(lambda: read_leaderboard(store, profile, by))
+
+    def _show(self, frame: pd.DataFrame) -> None:
+        self.frame = frame
+        fill_table(self.table, frame)
+
+    def shutdown(self) -> None:
+        """Wait for a background read (closing the window: the store may be disposed next)."""
+        self._reader.shutdown()
+
+
+def read_leaderboard(store: Store, profile: str, by: str | None) -> pd.DataFrame:
+    """The table the view shows: the models' rows, and with no breakdown the human localizers'."""
+    frame = leaderboard(store, profile, by=by)  # type: ignore[arg-type]
+    if by is None:
+        frame = with_human_rows(frame, store, profile)  # blind human guesses, scored alike
+    return frame

@@ -3,8 +3,9 @@
 Every write is one transaction that changes the annotator's own event row and appends a
 ``label_history`` row (entity ``spatial_event``, field ``event:<uid>``, old and new value the
 event's whole state as JSON): undo, audit and "labels as of date X" read the same history as
-every other human label. Writes are version-checked like labels (``ConflictError`` with both
-sides; nothing overwritten).
+every other human label. Edits are version-checked by the one write of every label
+(:func:`workbench.versioned_rows.write_versioned`: ``ConflictError`` with both sides; nothing
+overwritten).
 """
 
 from __future__ import annotations
@@ -15,13 +16,13 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from sqlmodel import Session, col, select
+from sqlmodel import col, select
 
 from storage import Store
-from storage.errors import ConflictError
 from storage.models import Annotator, Clip, LabelHistory, SpatialEvent, utcnow
 from workbench.errors import InputError
 from workbench.events.model import SpatialEventData, validate_event
+from workbench.versioned_rows import write_versioned
 
 ENTITY = "spatial_event"
 # Fields a command may change (the rest are the event's identity).
@@ -162,7 +163,7 @@ class EventService:
             row = SpatialEvent(uid=uid, annotator_id=annotator_id, clip_id=clip_id, version=1, **_fields(clean))
             s.add(row)
             s.flush()
-            self._history(s, row, None, _snapshot(row), command_id, action)
+            s.add(self._history(row, None, _snapshot(row), command_id, action))
             return EventChange(uid, clip_id, {}, _fields(clean), row.version, command_id)
 
     def update(self, uid: str, values: dict[str, Any], *, expected_version: int | None = None,
@@ -173,37 +174,28 @@ class EventService:
             raise InputError(f"cannot change {', '.join(sorted(unknown))} of an event")
         if not values:
             raise InputError("nothing to change: give at least one value")
-        command_id = command_id or uuid.uuid4().hex
-        with self.store.write(wait_s=self.write_wait_s) as s:
-            row = s.exec(select(SpatialEvent).where(SpatialEvent.uid == uid).with_for_update()).first()
-            if row is None:
-                raise InputError(f"no event with id {uid}")
-            if expected_version is not None and row.version != expected_version:
-                stored = {k: getattr(row, k) for k in values}
-                raise ConflictError(
-                    f"{action} refused: this event was changed elsewhere since it was read (version "
-                    f"{expected_version}, now {row.version} at {row.updated_at:%Y-%m-%d %H:%M:%S}); nothing was "
-                    "overwritten; reload to see the stored event",
-                    stored=stored, yours=dict(values), stored_version=row.version,
-                )
-            before = _snapshot(row)
-            old = {k: before[k] for k in values}
+
+        def prepare(row: SpatialEvent, values: dict[str, Any]) -> dict[str, Any]:
+            """The event with the changes, validated against its clip unless it ends up deleted."""
             merged = _data(row).with_changes(**{k: (tuple(tuple(t) for t in v) if k == "track" else v)
                                                 for k, v in values.items() if k != "deleted"})
             if not values.get("deleted", row.deleted):
                 info = self.clip(row.clip_id)
                 merged = validate_event(merged, clip_duration_s=info.duration_s, where=f"clip {info.key}")
-            for name, value in _fields(merged).items():
-                if name in values:
-                    setattr(row, name, value)
-            if "deleted" in values:
-                row.deleted = bool(values["deleted"])
-            row.version += 1
-            row.updated_at = utcnow()
-            s.add(row)
-            s.flush()
-            self._history(s, row, before, _snapshot(row), command_id, action)
-            return EventChange(uid, row.clip_id, old, {k: getattr(row, k) for k in values}, row.version, command_id)
+            fields = {name: value for name, value in _fields(merged).items() if name in values}
+            return fields | ({"deleted": bool(values["deleted"])} if "deleted" in values else {})
+
+        def history(row: SpatialEvent, old: dict[str, Any], _new: dict[str, Any], command_id: str,
+                    action: str) -> list[LabelHistory]:
+            after = _snapshot(row)
+            return [self._history(row, {**after, **old}, after, command_id, action)]
+
+        written = write_versioned(
+            self.store, SpatialEvent, {"uid": uid}, values, what="this event", missing=f"no event with id {uid}",
+            prepare=prepare, history=history, expected_version=expected_version, action=action,
+            command_id=command_id, wait_s=self.write_wait_s,
+        )
+        return EventChange(uid, written.row.clip_id, written.old, written.new, written.version, written.command_id)
 
     def import_events(self, annotator_id: int, clip_id: int, events: Sequence[SpatialEventData], *,
                       replace: bool = False, source: str = "import") -> list[str]:
@@ -237,20 +229,20 @@ class EventService:
                 row.version += 1
                 row.updated_at = utcnow()
                 s.add(row)
-                self._history(s, row, before, _snapshot(row), command_id, "do")
+                s.add(self._history(row, before, _snapshot(row), command_id, "do"))
             for event in clean:
                 row = SpatialEvent(uid=uuid.uuid4().hex, annotator_id=annotator_id, clip_id=clip_id, version=1,
                                    **_fields(event))
                 s.add(row)
                 s.flush()
-                self._history(s, row, None, _snapshot(row), command_id, "do")
+                s.add(self._history(row, None, _snapshot(row), command_id, "do"))
                 uids.append(row.uid)
         return uids
 
     @staticmethod
-    def _history(s: Session, row: SpatialEvent, before: dict[str, Any] | None, after: dict[str, Any],
-                 command_id: str, action: str) -> None:
-        s.add(LabelHistory(
+    def _history(row: SpatialEvent, before: dict[str, Any] | None, after: dict[str, Any], command_id: str,
+                 action: str) -> LabelHistory:
+        return LabelHistory(
             annotator_id=row.annotator_id,
             entity=ENTITY,
             clip_id=row.clip_id,
@@ -261,7 +253,7 @@ class EventService:
             command_id=command_id,
             action=action,
             at=row.updated_at,
-        ))
+        )
 
 
 def clip_audio_path(store: Store, clip_id: int) -> str | None:

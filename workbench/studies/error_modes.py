@@ -2,7 +2,8 @@
 
 Experts tag a wrong or refused ALM answer (one clip, one ALM run) with one or more modes; the
 write is one transaction that bumps the row's version and appends ``LabelHistory`` rows (entity
-``error_mode_label``), exactly like :class:`workbench.labels.LabelService`.  The history has no
+``error_mode_label``) through the one versioned write of every label
+(:func:`workbench.versioned_rows.write_versioned`).  The history has no
 ALM column, so the answer's ALM run is recorded in its ``category_id`` as ``alm_run:<id>`` (an
 answer is addressed by clip and ALM the way a category label is addressed by clip and category;
 ``labels_as_of`` keeps the two ALMs of one clip apart).
@@ -10,21 +11,18 @@ answer is addressed by clip and ALM the way a category label is addressed by cli
 
 from __future__ import annotations
 
-import json
-import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
 
 from storage import Store
-from storage.errors import ConflictError
-from storage.models import AlmRun, Annotator, Clip, ErrorModeLabel, JudgeErrorMode, LabelHistory, Prediction, utcnow
+from storage.models import AlmRun, Annotator, Clip, ErrorModeLabel, JudgeErrorMode, Prediction
 from workbench.errors import InputError
 from workbench.labels import UNSET, LabelChange
+from workbench.versioned_rows import FieldHistory, write_versioned
 
 ENTITY = "error_mode_label"
 
@@ -134,62 +132,24 @@ class ErrorModeService:
             values["note"] = (note or "").strip() or None
         if not values:
             raise InputError("nothing to change: give error modes or a note")
-        command_id = command_id or uuid.uuid4().hex
-        for attempt in range(5):
-            try:
-                with self.store.write(wait_s=self.write_wait_s) as s:
-                    return self._apply(s, annotator_id, clip_id, alm_run_id, values, command_id, action,
-                                       expected_version)
-            except IntegrityError:
-                if attempt == 4:  # lost an insert race for the same key five times
-                    raise
-        raise AssertionError("unreachable")
 
-    @staticmethod
-    def _apply(s, annotator_id, clip_id, alm_run_id, values, command_id, action, expected_version) -> LabelChange:
-        for model, key, what in ((Annotator, annotator_id, "annotator"), (Clip, clip_id, "clip"),
-                                 (AlmRun, alm_run_id, "ALM run")):
-            if s.get(model, key) is None:
-                raise InputError(f"unknown {what} id {key}")
-        row = s.exec(select(ErrorModeLabel).where(
-            ErrorModeLabel.annotator_id == annotator_id, ErrorModeLabel.clip_id == clip_id,
-            ErrorModeLabel.alm_run_id == alm_run_id).with_for_update()).first()
-        stored_version = 0 if row is None else (row.version or 0)
-        if expected_version is not None and stored_version != expected_version:
-            stored = {n: (None if row is None else getattr(row, n)) for n in values}
-            raise ConflictError(
-                f"{action} refused: these error modes were changed elsewhere since they were read (version "
-                f"{expected_version}, now {stored_version}); stored {stored}, yours {values}. Nothing was "
-                "overwritten; reload to see the stored value",
-                stored=stored, yours=dict(values), stored_version=stored_version,
-            )
-        if row is None:
-            row = ErrorModeLabel(annotator_id=annotator_id, clip_id=clip_id, alm_run_id=alm_run_id, version=0)
-            old = {n: None for n in values}
-        else:
-            old = {n: getattr(row, n) for n in values}
-        final_modes = values.get("modes", row.modes)
-        final_note = values.get("note", row.note)
-        if "other" in split_modes(final_modes) and not final_note:
-            raise InputError("error mode 'other' needs a note saying what went wrong (--note TEXT)")
-        for n, v in values.items():
-            setattr(row, n, v)
-        row.version = (row.version or 0) + 1
-        row.updated_at = utcnow()
-        s.add(row)
-        for n, v in values.items():
-            if old[n] == v and action == "do":
-                continue
-            s.add(LabelHistory(
-                annotator_id=annotator_id, entity=ENTITY, clip_id=clip_id, category_id=history_key(alm_run_id),
-                field=n, old_value=None if old[n] is None else json.dumps(old[n], ensure_ascii=False),
-                new_value=None if v is None else json.dumps(v, ensure_ascii=False), command_id=command_id,
-                action=action, at=row.updated_at,
-            ))
-        s.flush()
+        def prepare(row: ErrorModeLabel, values: dict[str, Any]) -> dict[str, Any]:
+            final_modes = values.get("modes", row.modes)
+            final_note = values.get("note", row.note)
+            if "other" in split_modes(final_modes) and not final_note:
+                raise InputError("error mode 'other' needs a note saying what went wrong (--note TEXT)")
+            return values
+
+        written = write_versioned(
+            self.store, ErrorModeLabel, {"annotator_id": annotator_id, "clip_id": clip_id, "alm_run_id": alm_run_id},
+            values, what="this error-mode label", prepare=prepare,
+            history=FieldHistory(ENTITY, annotator_id, clip_id, history_key(alm_run_id)),
+            expected_version=expected_version, action=action, command_id=command_id, wait_s=self.write_wait_s,
+            refs=((Annotator, annotator_id, "annotator"), (Clip, clip_id, "clip"), (AlmRun, alm_run_id, "ALM run")),
+        )
         return LabelChange(entity=ENTITY, annotator_id=annotator_id, clip_id=clip_id,
-                           category_id=history_key(alm_run_id), old=old, new=dict(values), command_id=command_id,
-                           version=row.version)
+                           category_id=history_key(alm_run_id), old=written.old, new=written.new,
+                           command_id=written.command_id, version=written.version)
 
     def labels(self, *, clip_id: int | None = None, alm_run_id: int | None = None,
                annotator_id: int | None = None) -> list[ErrorModeView]:

@@ -2,29 +2,27 @@
 
 A guess (latitude, longitude, a confidence in [0, 1], optionally the city, country and
 continent) is a human label: one transaction, a version, ``LabelHistory`` rows (entity
-``human_guess``), undo through :class:`workbench.commands.SetHumanGuess`.  Scores use the
-leaderboard's own formulas (:func:`workbench.metrics.core.compute_metrics`) on records built
-from the guesses and the clips' true locations, one row per annotator (``human:<pseudonym>``)
-and one pooled over everyone (``human (pooled)``).
+``human_guess``; :func:`workbench.versioned_rows.write_versioned`), undo through
+:class:`workbench.commands.SetHumanGuess`.  Scores use the leaderboard's own formulas
+(:func:`workbench.metrics.core.compute_metrics`) on records built from the guesses and the
+clips' true locations, one row per annotator (``human:<pseudonym>``) and one pooled over
+everyone (``human (pooled)``).
 """
 
 from __future__ import annotations
 
-import json
 import math
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
 
 from storage import Store
-from storage.errors import ConflictError
-from storage.models import Annotator, Clip, HumanGuess, LabelHistory, utcnow
+from storage.models import Annotator, Clip, HumanGuess
 from workbench.errors import InputError
 from workbench.labels import UNSET, LabelChange
+from workbench.versioned_rows import FieldHistory, write_versioned
 
 ENTITY = "human_guess"
 FIELDS = ("latitude", "longitude", "confidence", "city", "country", "continent")
@@ -67,51 +65,14 @@ class GuessService:
             raise InputError("nothing to change: give --lat/--lon, --confidence or a place")
         if ("latitude" in clean) != ("longitude" in clean):
             raise InputError("give latitude and longitude together")
-        command_id = command_id or uuid.uuid4().hex
-        for attempt in range(5):
-            try:
-                with self.store.write(wait_s=self.write_wait_s) as s:
-                    return self._apply(s, annotator_id, clip_id, clean, command_id, action, expected_version)
-            except IntegrityError:
-                if attempt == 4:
-                    raise
-        raise AssertionError("unreachable")
-
-    @staticmethod
-    def _apply(s, annotator_id, clip_id, values, command_id, action, expected_version) -> LabelChange:
-        if s.get(Annotator, annotator_id) is None:
-            raise InputError(f"unknown annotator id {annotator_id}")
-        if s.get(Clip, clip_id) is None:
-            raise InputError(f"unknown clip id {clip_id}")
-        row = s.exec(select(HumanGuess).where(HumanGuess.annotator_id == annotator_id,
-                                              HumanGuess.clip_id == clip_id).with_for_update()).first()
-        stored_version = 0 if row is None else (row.version or 0)
-        if expected_version is not None and stored_version != expected_version:
-            stored = {n: (None if row is None else getattr(row, n)) for n in values}
-            raise ConflictError(
-                f"{action} refused: this guess was changed elsewhere since it was read (version {expected_version}, "
-                f"now {stored_version}); stored {stored}, yours {values}. Nothing was overwritten",
-                stored=stored, yours=dict(values), stored_version=stored_version)
-        if row is None:
-            row = HumanGuess(annotator_id=annotator_id, clip_id=clip_id, version=0)
-            old = {n: None for n in values}
-        else:
-            old = {n: getattr(row, n) for n in values}
-        for n, v in values.items():
-            setattr(row, n, v)
-        row.version = (row.version or 0) + 1
-        row.updated_at = utcnow()
-        s.add(row)
-        for n, v in values.items():
-            if old[n] == v and action == "do":
-                continue
-            s.add(LabelHistory(annotator_id=annotator_id, entity=ENTITY, clip_id=clip_id, field=n,
-                               old_value=None if old[n] is None else json.dumps(old[n]),
-                               new_value=None if v is None else json.dumps(v), command_id=command_id,
-                               action=action, at=row.updated_at))
-        s.flush()
-        return LabelChange(entity=ENTITY, annotator_id=annotator_id, clip_id=clip_id, category_id=None, old=old,
-                           new=dict(values), command_id=command_id, version=row.version)
+        written = write_versioned(
+            self.store, HumanGuess, {"annotator_id": annotator_id, "clip_id": clip_id}, clean, what="this guess",
+            history=FieldHistory(ENTITY, annotator_id, clip_id), expected_version=expected_version, action=action,
+            command_id=command_id, wait_s=self.write_wait_s,
+            refs=((Annotator, annotator_id, "annotator"), (Clip, clip_id, "clip")),
+        )
+        return LabelChange(entity=ENTITY, annotator_id=annotator_id, clip_id=clip_id, category_id=None,
+                           old=written.old, new=written.new, command_id=written.command_id, version=written.version)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,118 @@
+"""The scaffolding every fake web service of the tests shares: a local HTTP server on 127.0.0.1.
+
+A fake (the ALM APIs of :mod:`tests.support.fake_alm`, the Anthropic API of
+:mod:`tests.support.fake_anthropic`) subclasses :class:`FakeHTTPServer` and answers requests in
+:meth:`FakeHTTPServer._route`; the base starts and stops the server on a free port (also as a
+context manager), reads each request's body, keeps the request log under a lock, hands out
+scripted behaviours one per request, and writes responses. An SDK under test is pointed at
+:attr:`FakeHTTPServer.origin` and runs unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Self
+
+
+@dataclass
+class FakeHTTPServer:
+    """Base of the fake services; subclasses implement :meth:`_route`.
+
+    Attributes
+    ----------
+    requests
+        Every request the fake recorded (:meth:`_record`), in arrival order; its shape is the fake's.
+    """
+
+    requests: list[Any] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _server: ThreadingHTTPServer | None = None
+
+    thread_name = "fake-http"  # the serving thread's name, for a hung test's thread dump
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> Self:
+        api = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                return
+
+            def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+                api._dispatch(self, "GET")
+
+            def do_POST(self) -> None:  # noqa: N802
+                api._dispatch(self, "POST")
+
+            def do_DELETE(self) -> None:  # noqa: N802
+                api._dispatch(self, "DELETE")
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, name=self.thread_name, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def origin(self) -> str:
+        """``http://127.0.0.1:<port>`` of the running server."""
+        assert self._server is not None, "start() the fake server first"
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    # ------------------------------------------------------------------ requests
+    def _dispatch(self, handler: BaseHTTPRequestHandler, method: str) -> None:
+        length = int(handler.headers.get("Content-Length") or 0)
+        raw = handler.rfile.read(length) if length else b""
+        try:
+            self._route(handler, method, handler.path.split("?", 1)[0], raw)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up (a time-out test): fine
+            pass
+
+    def _route(self, handler: BaseHTTPRequestHandler, method: str, path: str, raw: bytes) -> None:
+        """Answer one request (``path`` without its query, ``raw`` its body)."""
+        raise NotImplementedError
+
+    def _record(self, request: Any) -> None:
+        with self._lock:
+            self.requests.append(request)
+
+    def _take(self, queue: deque[str] | None, default: str = "ok", *, sticky: tuple[str, ...] = ()) -> str:
+        """The next scripted behaviour of ``queue`` (``default`` once it is empty).
+
+        A behaviour in ``sticky`` stays at the head and answers every later request too.
+        """
+        with self._lock:
+            if not queue:
+                return default
+            return queue[0] if queue[0] in sticky else queue.popleft()
+
+    # ------------------------------------------------------------------ responses
+    def _send(self, handler: BaseHTTPRequestHandler, status: int, body: Any, *,
+              content_type: str = "application/json", headers: dict[str, str] | None = None) -> None:
+        """Write a response: ``body`` as bytes, text, or anything else as JSON."""
+        data = body if isinstance(body, bytes) else (body if isinstance(body, str) else json.dumps(body)).encode()
+        handler.send_response(status)
+        handler.send_header("Content-Type", content_type)
+        handler.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            handler.send_header(name, value)
+        handler.end_headers()
+        handler.wfile.write(data)
