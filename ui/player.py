@@ -8,22 +8,20 @@ The waveform envelope is re-read for the visible span on each view change. Durin
 playback only the playhead lines move, driven by a timer polling the player position.
 
 Each colour scale has a legend with its unit (spectrogram dBFS, tag probability, the direction
-view's quantity). The tag lane labels the spans where a tag is likely (:data:`TAG_SEGMENT_P`)
-with the tag's name; a label that would overlap another at the current zoom is hidden, and
-every span keeps its name in a tooltip. Without an audio output device the view says so and
-stays stopped; a clip without audio says why on the plots.
+view's quantity). The tag lane labels the spans where a tag is likely with the tag's name
+(:mod:`ui.player_tags`). Playback, seeking, loops, solo and the spans and bands dragged on the
+plots are :mod:`ui.player_transport`; without an audio output device the view says so and
+stays stopped. A clip without audio says why on the plots.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import QBrush, QFontMetrics, QPen
+from PySide6.QtGui import QBrush, QPen
 from PySide6.QtWidgets import (
     QComboBox,
     QDoubleSpinBox,
@@ -36,11 +34,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ui.evidence import plain_tooltip
 from ui.image_items import ArgbImageItem, PyramidImageItem, colour_table, quantise_unit
+from ui.player_tags import TagLaneMixin, TagSegment
+from ui.player_transport import NO_OUTPUT_DEVICE, TransportMixin
 from workbench.audio.direction.view import DirectionImage
-from workbench.audio.playback import NullSink, PlaybackError, Player, PlayerState
-from workbench.review.views import TimelineView
+from workbench.audio.playback import NullSink, PlaybackError, Player
 
 pg.setConfigOptions(imageAxisOrder="row-major", antialias=False)
 
@@ -54,39 +52,7 @@ _DIRECTION_AXIS_TITLES = {"azimuth": "azimuth °", "lateral": "lateral °", "pan
 # energy is normalised to the clip's peak; the pair views mark, per frame, the bin of its angle.
 _DIRECTION_LEGENDS = {"azimuth": "direct energy (rel. to peak)", "lateral": "frame in bin (0/1)",
                       "panorama": "frame in bin (0/1)"}
-MIN_LOOP_S = 0.05
-# A Shift+drag on the spectrogram less tall than this (pixels), or over nearly all of its visible
-# height, is a plain time span: a band needs a deliberate vertical extent.
-MIN_BAND_PX = 10.0
-FULL_HEIGHT_SHARE = 0.97
-NO_OUTPUT_DEVICE = "no audio output device — playback unavailable"
-TAG_SEGMENT_P = 0.5  # a tag counts as present in a frame from this probability on
-_LABEL_GAP_PX = 3.0
 _NOTICE_WIDTH = 520
-
-
-@dataclass(frozen=True)
-class TagSegment:
-    """A span where one tag's probability stays at or above :data:`TAG_SEGMENT_P`."""
-
-    row: int
-    name: str
-    t0: float
-    t1: float
-    peak: float
-
-
-def tag_segments(timelines: Sequence[TimelineView], threshold: float = TAG_SEGMENT_P) -> list[TagSegment]:
-    """The spans of each timeline (row = its index) where the probability is at least ``threshold``."""
-    segments = []
-    for row, timeline in enumerate(timelines):
-        values = np.asarray(timeline.values, dtype=np.float64)
-        above = np.concatenate(([False], np.nan_to_num(values) >= threshold, [False]))
-        edges = np.flatnonzero(np.diff(above.astype(np.int8)))
-        for start, stop in zip(edges[0::2], edges[1::2]):
-            segments.append(TagSegment(row, timeline.name, start * timeline.hop_s, stop * timeline.hop_s,
-                                       float(values[start:stop].max())))
-    return segments
 
 
 def _lut(name: str) -> np.ndarray:
@@ -151,7 +117,7 @@ class TimeViewBox(pg.ViewBox):
         super().mouseDragEvent(ev, axis)
 
 
-class PlayerView(QWidget):
+class PlayerView(TagLaneMixin, TransportMixin, QWidget):
     """Plots, transport and playhead of one clip.
 
     Signals
@@ -407,94 +373,6 @@ class PlayerView(QWidget):
         self._render_visible()
         self._update_playhead(0.0)
 
-    def set_timelines(self, timelines: Sequence[TimelineView]) -> None:
-        """Per-second tag probabilities as rows of an image, the likely spans labelled with the tag."""
-        self._set_tag_segments(timelines)
-        if not timelines:
-            self.tags_image.clear()
-            return
-        length = max(len(t.values) for t in timelines)
-        image = np.zeros((len(timelines), length), dtype=np.float32)
-        for row, timeline in enumerate(timelines):
-            image[row, : len(timeline.values)] = timeline.values
-        hop = timelines[0].hop_s
-        self.tags_image.set_indexed(quantise_unit(image, 1.0), self._tags_table,
-                                    QRectF(0.0, 0.0, length * hop, len(timelines)), source=image)
-        self._tag_names = [timeline.name for timeline in timelines]
-        self._tick_step = 0
-        self.tags_plot.getAxis("left").setToolTip(
-            plain_tooltip("Tags, bottom to top: " + ", ".join(self._tag_names)) if self._tag_names else "")
-        self.tags_plot.setYRange(0, len(timelines), padding=0)
-        if self.pyramid is None:
-            # No spectrogram (yet, or no audio at all): the time axis spans the tag timeline.
-            span = max(length * hop, 0.1)
-            self.spec_plot.setLimits(xMin=0.0, xMax=span, minXRange=0.05)
-            self.spec_plot.setXRange(0.0, span, padding=0)
-        self._layout_tag_labels()
-
-    def _set_tag_segments(self, timelines: Sequence[TimelineView]) -> None:
-        for item in [*self.tag_segments, *self.tag_labels]:
-            self.tags_plot.removeItem(item)
-        self._segments = tag_segments(timelines)
-        self.tag_segments, self.tag_labels = [], []
-        for segment in self._segments:
-            span = QGraphicsRectItem(QRectF(segment.t0, segment.row, segment.t1 - segment.t0, 1.0))
-            span.setPen(QPen(Qt.PenStyle.NoPen))
-            span.setBrush(QBrush(Qt.BrushStyle.NoBrush))
-            span.setAcceptedMouseButtons(Qt.MouseButton.NoButton)  # clicks seek, drags select a loop
-            span.setToolTip(plain_tooltip(
-                f"{segment.name}: {segment.t0:.1f}–{segment.t1:.1f} s, p up to {segment.peak:.2f}"))
-            self.tags_plot.addItem(span, ignoreBounds=True)
-            label = pg.TextItem(segment.name, color="#ffffff", anchor=(0, 0.5), fill=pg.mkBrush(0, 0, 0, 150))
-            label.setVisible(False)
-            self.tags_plot.addItem(label, ignoreBounds=True)
-            self.tag_segments.append(span)
-            self.tag_labels.append(label)
-
-    def _layout_tag_labels(self, *_args: object) -> None:
-        """Place the span labels for the current view: each at its span's start (or the left edge
-        when the span began before it), in its tag's row; a label that would overlap one already
-        placed (earlier spans first) is hidden, its span keeps the tooltip. Also thins the row names
-        on the axis to those that fit."""
-        box = self.tags_plot.getViewBox()
-        (x0, x1), (y0, y1) = box.viewRange()
-        width, height = box.width(), box.height()
-        rows = len(self._tag_names)
-        if rows and height > 0:
-            line = QFontMetrics(self.tags_plot.getAxis("left").font()).height()
-            step = max(1, math.ceil(line / max(height / rows, 1e-9)))
-            if step != self._tick_step:
-                self._tick_step = step
-                ticks = [(row + 0.5, name[:14]) for row, name in enumerate(self._tag_names) if row % step == 0]
-                self.tags_plot.getAxis("left").setTicks([ticks])
-        if not self.tag_labels:
-            return
-        if width <= 0 or height <= 0 or x1 <= x0 or y1 <= y0:
-            for label in self.tag_labels:
-                label.setVisible(False)
-            return
-        order = sorted(range(len(self._segments)),
-                       key=lambda i: (max(self._segments[i].t0, x0), self._segments[i].row))
-        placed: list[QRectF] = []
-        for i in order:
-            segment, label = self._segments[i], self.tag_labels[i]
-            if segment.t1 <= x0 or segment.t0 >= x1:
-                label.setVisible(False)
-                continue
-            start = max(segment.t0, x0)
-            size = label.textItem.boundingRect()
-            left = (start - x0) / (x1 - x0) * width
-            middle = (y1 - (segment.row + 0.5)) / (y1 - y0) * height
-            rect = QRectF(left, middle - size.height() / 2, size.width(), size.height())
-            # Labels are placed left to right: only those reaching past this one's left edge can meet it.
-            placed = [r for r in placed if r.right() + _LABEL_GAP_PX > rect.left()]
-            if any(rect.adjusted(-_LABEL_GAP_PX, -1, _LABEL_GAP_PX, 1).intersects(r) for r in placed):
-                label.setVisible(False)
-                continue
-            label.setPos(start, segment.row + 0.5)
-            label.setVisible(True)
-            placed.append(rect)
-
     def set_direction(self, view: DirectionImage | None) -> None:
         if view is None or view.image is None:
             self.direction_image.clear()
@@ -576,197 +454,3 @@ class PlayerView(QWidget):
         if self.pyramid is not None:
             self.spec_image.set_levels(*self._levels())
 
-    # ------------------------------------------------------------------ transport
-
-    def _set_output_problem(self, problem: str | None) -> None:
-        """Show (or clear) that there is no audio output: the view then never shows "playing"."""
-        self.output_problem = problem
-        self.output_notice.setVisible(problem is not None)
-        self.output_notice.setToolTip(plain_tooltip(problem) if problem else "")
-        if problem is not None:
-            self.stop_playback()
-
-    def _ensure_output(self) -> bool:
-        """Open the audio output if it is not open: on the first play when the view chose the
-        device itself, or again after a device was missing (it may have been plugged in since).
-        The position, loop and solo are kept. False, with the reason shown, when there is none."""
-        old = self.player
-        position, loop, soloed, muted = old.position, old.loop, old.soloed, old.muted
-        if self._real_sink_wanted:
-            from workbench.audio.playback import SounddeviceSink
-
-            old.close()
-            self.player = Player(SounddeviceSink())  # the silent default player never plays
-            self._real_sink_wanted = False
-            self.output_problem = "not opened yet"
-        if self.output_problem is None:
-            return True
-        if self._loaded is None:
-            return False
-        try:
-            self.player.load(*self._loaded)
-        except PlaybackError as exc:
-            self._set_output_problem(str(exc))
-            return False
-        self.player.seek(position)
-        if loop is not None:
-            self.player.set_loop(*loop)
-        self.player.solo(soloed)
-        for channel in muted:
-            self.player.mute(channel)
-        self._set_output_problem(None)
-        return True
-
-    def toggle_play(self) -> None:
-        if self.clip_id is None:
-            return
-        if self.player.state != PlayerState.PLAYING and not self._ensure_output():
-            self.stop_playback()
-            self.status.emit(f"{NO_OUTPUT_DEVICE}: {self.output_problem}")
-            self._update_playhead(self.player.position)
-            return
-        try:
-            if self.player.state == PlayerState.PLAYING:
-                self.player.pause()
-                self.timer.stop()
-                self.play_button.setText("Play")
-            else:
-                self.player.play()
-                self.timer.start()
-                self.play_button.setText("Pause")
-        except PlaybackError as exc:
-            self.stop_playback()
-            self.status.emit(f"playback failed: {exc}")
-        self._update_playhead(self.player.position)
-
-    def stop_playback(self) -> None:
-        self.timer.stop()
-        if self.player.state == PlayerState.PLAYING:
-            self.player.pause()
-        self.play_button.setText("Play")
-
-    def seek(self, seconds: float) -> None:
-        """Move the playhead (and the player) to ``seconds``."""
-        if self.clip_id is None:
-            return
-        self.player.seek(max(0.0, min(seconds, self.duration)))
-        self._update_playhead(self.player.position)
-
-    def seek_by(self, delta: float) -> None:
-        self.seek(self.player.position + delta)
-
-    def toggle_loop(self) -> None:
-        """Loop the selected region; a second press plays on to the end."""
-        if self.clip_id is None:
-            return
-        if self.player.loop is not None:
-            self.player.clear_loop()
-            self.loop_region.setVisible(False)
-            return
-        if not self.loop_region.isVisible():
-            start = self.player.position
-            self.loop_region.setRegion((start, min(start + 5.0, self.duration)))
-            self.loop_region.setVisible(True)
-        t0, t1 = self.loop_region.getRegion()
-        if t1 > t0:
-            self.player.set_loop(t0, t1)
-
-    def select_loop(self, t0: float, t1: float, finished: bool = True) -> None:
-        """Show the span [t0, t1] (Shift+drag on any plot) as the loop region; once the drag is
-        finished, loop it (spans shorter than :data:`MIN_LOOP_S` are ignored)."""
-        if self.clip_id is None:
-            return
-        t0, t1 = max(0.0, min(t0, self.duration)), max(0.0, min(t1, self.duration))
-        if t1 - t0 < MIN_LOOP_S:
-            return
-        self.band_rect.setVisible(False)  # a spectrogram drag shows its band again right after this
-        self.loop_region.setRegion((t0, t1))
-        self.loop_region.setVisible(True)
-        if finished:
-            self.player.set_loop(t0, t1)
-            self.status.emit(f"looping {t0:.2f}–{t1:.2f} s (L stops the loop)")
-
-    def hz_at(self, y: float) -> float:
-        """The frequency (Hz) at height ``y`` of the spectrogram (on the mel axis, y is a bin index)."""
-        if self.pyramid is None or self.pyramid.params.scale == "linear":
-            return float(y)
-        freqs = np.asarray(self.pyramid.freqs_hz, dtype=np.float64)
-        return float(np.interp(y - 0.5, np.arange(len(freqs)), freqs))  # bin i spans [i, i + 1)
-
-    def band_of(self, y0: float, y1: float) -> tuple[float, float] | None:
-        """The band (Hz) between heights ``y0 < y1`` of the spectrogram, or None for a plain span.
-
-        A drag less than :data:`MIN_BAND_PX` tall or covering :data:`FULL_HEIGHT_SHARE` of the
-        visible height means "no band": the analysis then uses its default band.
-        """
-        if self.pyramid is None:
-            return None
-        box = self.spec_plot.getViewBox()
-        v0, v1 = box.viewRange()[1]
-        low, high = max(y0, v0, 0.0), min(y1, v1, self._freq_top)
-        if v1 <= v0 or high <= low:
-            return None
-        if (high - low) / (v1 - v0) * box.height() < MIN_BAND_PX or high - low >= FULL_HEIGHT_SHARE * (v1 - v0):
-            return None
-        return (round(self.hz_at(low), 1), round(self.hz_at(high), 1))
-
-    def _spec_box_selected(self, t0: float, t1: float, y0: float, y1: float, finished: bool) -> None:
-        """Show the dragged band as a dashed box over the span and hand span and band on."""
-        if self.clip_id is None:
-            return
-        band = self.band_of(y0, y1)
-        self.band = band
-        if band is None:
-            self.band_rect.setVisible(False)
-        else:
-            low, high = max(y0, 0.0), min(y1, self._freq_top)
-            self.band_rect.setRect(QRectF(t0, low, t1 - t0, high - low))
-            self.band_rect.setToolTip(f"band {band[0]:.0f}–{band[1]:.0f} Hz")
-            self.band_rect.setVisible(True)
-        self.spanBandSelected.emit(t0, t1, finished, band)
-
-    def _region_moved(self) -> None:
-        if self.player.loop is not None:
-            t0, t1 = self.loop_region.getRegion()
-            if t1 > t0:
-                self.player.set_loop(t0, t1)
-
-    def solo(self, channel: int | None) -> None:
-        """Play only ``channel`` (0-based); the same channel again (or None) plays all."""
-        if self.clip_id is None:
-            return
-        if channel is not None and channel >= self.player.n_channels:
-            self.status.emit(f"this clip has {self.player.n_channels} channel(s); no channel {channel + 1}")
-            return
-        if channel is not None and self.player.soloed == channel:
-            channel = None
-        self.player.solo(channel)
-        self.solo_label.setText("all channels" if channel is None else f"solo channel {channel + 1}")
-
-    def _poll_position(self) -> None:
-        self._update_playhead(self.player.position)
-        if self.player.state != PlayerState.PLAYING:
-            self.timer.stop()
-            self.play_button.setText("Play")
-
-    def _update_playhead(self, seconds: float) -> None:
-        for line in self.playheads:
-            line.setValue(seconds)
-        minutes, rest = divmod(seconds, 60.0)
-        self.position_label.setText(f"{int(minutes)}:{rest:04.1f}")
-
-    def _scene_clicked(self, event) -> None:  # type: ignore[no-untyped-def]
-        if event.button() != Qt.MouseButton.LeftButton or event.double():
-            return
-        for plot in (self.spec_plot, self.wave_plot, self.tags_plot, self.direction_plot):
-            box = plot.getViewBox()
-            if box.sceneBoundingRect().contains(event.scenePos()):
-                self.seek(box.mapSceneToView(event.scenePos()).x())
-                return
-
-    def shutdown(self) -> None:
-        self.timer.stop()
-        try:
-            self.player.close()
-        except PlaybackError:
-            pass

@@ -88,3 +88,44 @@ def test_a_project_that_cannot_be_opened_leaves_the_current_one_and_closes_what_
     message = window.statusBar().currentMessage()
     assert "could not open" in message and "hunter2" not in message
     assert old_spy.calls == 0
+
+
+def test_a_window_kept_open_for_its_running_job_stays_and_the_new_project_closes_again(
+    qtbot, demo_store, demo_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from ui.cockpit.jobs import JobSpec
+
+    other = tmp_path / "other.sqlite"
+    shutil.copy(demo_db, other)
+    old_spy = DisposeSpy(demo_store, monkeypatch)
+    window = _window(qtbot, demo_store)
+    qtbot.addWidget(window)
+    started, release = threading.Event(), threading.Event()
+
+    def run(task) -> str:  # type: ignore[no-untyped-def]
+        started.set()
+        release.wait(30)
+        task.item_done("k")
+        return "all done"
+
+    jobs = window.cockpit.jobs
+    assert jobs.start(JobSpec("Count clips", run)) and started.wait(10)
+    opened = []
+    real_open_store = storage.open_store
+
+    def open_and_remember(target):  # type: ignore[no-untyped-def]
+        store = real_open_store(target)
+        opened.append(DisposeSpy(store, monkeypatch))
+        return store
+
+    monkeypatch.setattr(storage, "open_store", open_and_remember)
+    monkeypatch.setattr(window, "ask_about_running_job", lambda: False)  # "keep it running"
+    assert window.open_project(str(other)) is None
+    assert window.isVisible() and shiboken6.isValid(window) and old_spy.calls == 0
+    assert jobs.running and not jobs.context.cancelled
+    assert len(opened) == 1 and opened[0].calls == 1  # the new project's window closed with its store
+    release.set()
+    qtbot.waitUntil(lambda: not jobs.running, timeout=10_000)
+    assert jobs.last_status == "done"

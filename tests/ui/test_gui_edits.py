@@ -243,7 +243,7 @@ def test_two_windows_on_one_label_the_second_save_shows_both_values_and_overwrit
     assert [(h.old_value, h.new_value, h.action) for h in history] == [(None, 3, "do"), (3, 2, "do")]
 
 
-def test_link_audio_finds_a_recording_added_after_the_import_and_shows_it(make_window, demo_store, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_link_audio_finds_a_recording_added_after_the_import_and_shows_it(make_window, demo_store, tmp_path, monkeypatch, qtbot) -> None:  # type: ignore[no-untyped-def]
     """Project ▸ Link audio… uses the rule of `aglw media link`; the clip under review gets its audio."""
     import shutil
 
@@ -267,7 +267,9 @@ def test_link_audio_finds_a_recording_added_after_the_import_and_shows_it(make_w
     shown: list[str] = []
     monkeypatch.setattr(QMessageBox, "exec", lambda box: shown.append(box.text()) or 0)
     monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *a, **k: str(new_home))
-    window.ask_link_audio()
+    with qtbot.waitSignal(window.cockpit.jobs.finished, timeout=20_000) as ended:  # linked in the jobs' worker
+        window.ask_link_audio()
+    assert ended.args[0] == "done" and ended.args[1].startswith("Linked 1 clip(s)")
     assert shown and shown[0].startswith("Linked 1 clip(s)")
     assert window.detail.audio_path == (new_home / "surf-and-gulls.wav").resolve()
     with demo_store.session() as s:
@@ -322,6 +324,7 @@ def test_closing_with_a_job_running_asks_and_stops_it_keeping_what_was_done(make
     monkeypatch.setattr(window, "ask_about_running_job", lambda: asked.append(True) or False)
     assert window.close() is False  # kept open
     assert asked and jobs.running  # and the job goes on
+    assert not jobs.context.cancelled and jobs._worker is not None and jobs._worker.isRunning()
     monkeypatch.setattr(window, "ask_about_running_job", lambda: asked.append(True) or True)
     assert window.close() is True
     assert jobs.wait(10_000)

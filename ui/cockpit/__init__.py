@@ -10,14 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QEvent, QObject, Qt, QTimer
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QDockWidget, QScrollArea, QWidget
 
 from storage import Store
 from ui.cockpit.agreement_view import AgreementView
 from ui.cockpit.curation_view import CurationView
-from ui.cockpit.jobs import JobsPanel, confirm, fit_job, judge_job, judging_cost_text, tag_job
+from ui.cockpit.jobs import JobsPanel, confirm, judge_job, judging_cost_text, tag_job
 from ui.cockpit.leaderboard_view import LeaderboardView
 from ui.cockpit.map_view import MapView
 from ui.cockpit.selection_view import SelectionView
@@ -45,6 +45,7 @@ class Cockpit:
     # A store this window opened itself ("Open project…"): disposed when the window closes.
     owned_store: Store | None = None
     refresh_action: QAction | None = None  # Project ▸ Refresh (F5)
+    closed: bool = False  # shut down (the window closed)
 
     def view(self, name: str) -> QWidget:
         if name not in VIEW_NAMES:
@@ -72,33 +73,29 @@ class Cockpit:
             view.refresh()
 
     def shutdown(self) -> None:
+        """Stop the running job (kept so far, resumable) and dispose an owned store; once.
+
+        Called by the window's shutdown once its close is decided: a close the expert declines
+        (a job running, edits unsaved) must leave the job running and the store open.
+        """
+        if self.closed:
+            return
+        self.closed = True
         self.jobs.shutdown()
         self.curation.shutdown()
+        self.leaderboard.shutdown()
         if self.owned_store is not None:
             self.owned_store.dispose()
-
-
-class _CloseWatcher(QObject):
-    def __init__(self, cockpit: Cockpit, parent: QObject) -> None:
-        super().__init__(parent)
-        self.cockpit = cockpit
-
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
-        if event.type() == QEvent.Type.Close:
-            # once is enough, and the filter must not outlive the window's close
-            watched.removeEventFilter(self)
-            self.cockpit.shutdown()
-        return False
 
 
 def install_cockpit(window: MainWindow, *, force_sync: bool = False) -> Cockpit:
     """Add the cockpit views to ``window`` as tabbed docks; the window keeps the returned object."""
     store = window.store
     jobs = JobsPanel(store, force_sync=force_sync)
-    curation = CurationView(store, window.annotator.id, window.stack, execute=window.execute)
+    curation = CurationView(store, window.annotator.id, window.stack, execute=window.execute, jobs=jobs)
     selection = SelectionView(store)
     world = MapView(store)
-    board = LeaderboardView(store)
+    board = LeaderboardView(store, force_sync=force_sync)
     agreement = AgreementView(store, jobs)
     team = TeamView(store)
     docks: dict[str, QDockWidget] = {}
@@ -133,13 +130,14 @@ def install_cockpit(window: MainWindow, *, force_sync: bool = False) -> Cockpit:
     curation.runStored.connect(lambda _run: selection.refresh())
     # Answers, tags and judgments appear while a job runs, not only when it ends: the leaderboard
     # and the shown clip are re-read at most every 2 s while items finish (an ALM run's answers
-    # reach the leaderboard and the review view's ALM chooser as they arrive).
+    # reach the leaderboard and the review view's ALM chooser as they arrive). The leaderboard's
+    # read (every model's metrics) runs off the GUI thread, the latest read alone is shown.
     live = QTimer(window)
     live.setSingleShot(True)
     live.setInterval(2000)
 
     def live_refresh() -> None:
-        board.refresh()
+        board.refresh_in_background()
         window.refresh_detail()
 
     live.timeout.connect(live_refresh)
@@ -165,8 +163,7 @@ def install_cockpit(window: MainWindow, *, force_sync: bool = False) -> Cockpit:
             jobs.start(judge_job(store, config))
 
     def start_fit() -> None:
-        jobs.start(fit_job(store, curation.parameters(), alm_model=curation.alm.currentData(),
-                           created_by=window.annotator.id))
+        curation.fit_and_store()  # the curation view's job: it shows the stored run and its diff
 
     jobs.add_starter("Tag clips (mn10_as)", lambda: jobs.start(tag_job(store)))
     jobs.add_starter("Judge clips… (dry run first)", start_judging)
@@ -202,7 +199,6 @@ def install_cockpit(window: MainWindow, *, force_sync: bool = False) -> Cockpit:
     for name in VIEW_NAMES:
         view_menu.addAction(docks[name].toggleViewAction())
     cockpit.refresh_action = refresh
-    window.installEventFilter(_CloseWatcher(cockpit, window))
     if first is not docks[VIEW_NAMES[0]]:
         first.raise_()  # the review's own grid stays in front
     return cockpit

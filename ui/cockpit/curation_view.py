@@ -10,6 +10,10 @@ with the latest stored run; "Show stored run" goes back.  A preview never stores
 forces them for real, which records a :class:`workbench.commands.SetCategoryPolarity` through
 the main window's command stack.  Clips named in a diff are links: activating one asks the
 review workbench to open it.
+
+"Fit and store run" is a job (:func:`ui.cockpit.jobs.fit_job`) in the jobs panel: it runs in
+the panel's worker with progress and Cancel, and when it ends the view shows the stored run
+and its diff. A cancelled fit stores nothing; fitting again stores the run.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QTimer, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -32,105 +36,23 @@ from PySide6.QtWidgets import (
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
-    QTreeWidget,
-    QTreeWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
 from storage import Store
+from ui.cockpit.jobs import JobsPanel, fit_job
+from ui.cockpit.run_diff import DiffTree, plain, settings_text, summary_numbers
 from workbench.commands import Command, CommandStack, SetCategoryPolarity
 from workbench.curation import service
 from workbench.curation.model import FitParameters, RunDiff
 from workbench.errors import AglwError
 from workbench.labels import INTERACTIVE_WAIT_S, LabelService
 from workbench.metrics.service import model_names
+from workbench.tasks import TaskResult, run_task
 
 CATEGORY_COLUMNS = ["Category", "Name", "a", "ā", "Support", "Fitted", "Polarity", "Forced by expert"]
-DEFAULTS = FitParameters()
 PREVIEW_DELAY_MS = 250
-CLIP_KEY_ROLE = Qt.ItemDataRole.UserRole + 1
-
-
-def settings_text(params: FitParameters, alm_model: str | None = None, what_if: dict[str, str] | None = None) -> str:
-    """"settings: γ = 1000 km, α = 0.05, ..." naming every setting a fit used (non-default extras too)."""
-    parts = [f"γ = {params.gamma_km:g} km", f"α = {params.alpha:g}", f"θ = {params.theta:g}", f"τ = {params.tau:g}",
-             f"n_min = {params.n_min}", f"roll-up {params.rollup}"]
-    for name in ("top_n", "rms_min_dbfs", "flatness_max", "clipping_max", "aci_min_percentile"):
-        if getattr(params, name) != getattr(DEFAULTS, name):
-            parts.append(f"{name} = {getattr(params, name):g}")
-    if alm_model:
-        parts.append(f"ALM {alm_model}")
-    text = "settings: " + ", ".join(parts)
-    if what_if:
-        text += "; what if " + ", ".join(f"{c}={p}" for c, p in sorted(what_if.items()))
-    return text
-
-
-def _summary_numbers(result: service.FitResult) -> str:
-    """Counts read off the result's own rows (a stored run written by another tool may have a
-    shorter summary), θ from its summary or parameters."""
-    theta = result.summary.get("theta_used", result.parameters.get("theta"))
-    polarities = [c.polarity for c in result.categories]
-    at = f" at θ = {float(theta):.4g}" if theta is not None else ""
-    return (f"{sum(c.candidate for c in result.clips)} candidates of {len(result.clips)} clips{at}; "
-            f"{polarities.count('P')} P, {polarities.count('N')} N of {len(polarities)} categories")
-
-
-def _plain(text: str = "") -> QLabel:
-    label = QLabel(text)
-    label.setTextFormat(Qt.TextFormat.PlainText)
-    label.setWordWrap(True)
-    return label
-
-
-class DiffTree(QTreeWidget):
-    """A run diff: flipped categories, clips entering / leaving the candidates, largest moves.
-
-    Signals
-    -------
-    clipActivated(str)
-        The key of a clip the user activated (double click / Enter).
-    """
-
-    clipActivated = Signal(str)
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setHeaderLabels(["Change", "Detail"])
-        self.header().setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
-        self.itemActivated.connect(self._activated)
-        self.diff: RunDiff | None = None
-
-    def set_diff(self, diff: RunDiff | None, title: str = "") -> None:
-        self.clear()
-        self.diff = diff
-        if diff is None:
-            QTreeWidgetItem(self, [title or "no run to compare with", ""])
-            return
-        flips = QTreeWidgetItem(self, [f"Categories that flipped ({len(diff.polarity_changes)})", title])
-        for change in diff.polarity_changes:
-            QTreeWidgetItem(flips, [change.category, f"{change.old} → {change.new}"])
-        for label, keys in (("Entered the candidates", diff.entered), ("Left the candidates", diff.left)):
-            group = QTreeWidgetItem(self, [f"{label} ({len(keys)})", ""])
-            for key in keys:
-                self._clip_item(group, str(key), "open in review")
-        moves = QTreeWidgetItem(self, [f"Largest moves ({len(diff.largest_moves)})", ""])
-        for move in diff.largest_moves:
-            self._clip_item(moves, str(move.clip), f"{move.old:+.3f} → {move.new:+.3f}")
-        self.expandAll()
-
-    @staticmethod
-    def _clip_item(parent: QTreeWidgetItem, key: str, detail: str) -> None:
-        item = QTreeWidgetItem(parent, [key, detail])
-        item.setData(0, CLIP_KEY_ROLE, key)
-        item.setForeground(0, Qt.GlobalColor.blue)
-        item.setToolTip(0, "double-click to open this clip in the review workbench")
-
-    def _activated(self, item: QTreeWidgetItem, _column: int) -> None:
-        key = item.data(0, CLIP_KEY_ROLE)
-        if key:
-            self.clipActivated.emit(str(key))
 
 
 class CurationView(QWidget):
@@ -149,6 +71,9 @@ class CurationView(QWidget):
         default: push onto ``stack`` directly.
     live
         Re-preview automatically (debounced) when a parameter changes.
+    jobs
+        The jobs panel that runs "Fit and store run" in its worker (progress, cancel); without
+        one (a view on its own) the fit runs inline through the same task protocol.
 
     Signals
     -------
@@ -169,10 +94,12 @@ class CurationView(QWidget):
         *,
         execute: Callable[[Command], bool] | None = None,
         live: bool = True,
+        jobs: JobsPanel | None = None,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
         self.store = store
+        self.jobs = jobs
         self.annotator_id = annotator_id
         self.stack = stack
         self.labels = LabelService(store, write_wait_s=INTERACTIVE_WAIT_S)
@@ -185,6 +112,7 @@ class CurationView(QWidget):
         self.stored: service.FitResult | None = None
         self.shown_run_id: int | None = None
         self._latest_run_id: int | None = None
+        self._fitted_run_id: int | None = None  # the run the last fit stored, once it ended
         # settings the controls do not show (top_n, quality filters) come from the stored run
         self._base = FitParameters()
         self._timer = QTimer(self)
@@ -224,14 +152,19 @@ class CurationView(QWidget):
         buttons.addWidget(self.preview_button)
         buttons.addWidget(self.fit_button)
         buttons.addWidget(self.stored_button)
+        if jobs is not None:
+            jobs.track_starter(self.fit_button)  # one job at a time: disabled while any runs
         params_box = QGroupBox("Fit parameters")
         params_layout = QVBoxLayout(params_box)
         params_layout.addLayout(form)
         params_layout.addLayout(buttons)
-        self.summary = _plain("no stored run yet")
+        # How the last "Fit and store run" job went; a refresh (after any job) leaves it.
+        self.fit_status = plain("")
+        params_layout.addWidget(self.fit_status)
+        self.summary = plain("no stored run yet")
         # names what the table and the diff show: "Stored run N — settings: ..." or "Preview (settings: ...)"
-        self.source = _plain("")
-        self.diff_title = _plain("")
+        self.source = plain("")
+        self.diff_title = plain("")
 
         self.table = QTableWidget(0, len(CATEGORY_COLUMNS))
         self.table.setHorizontalHeaderLabels(CATEGORY_COLUMNS)
@@ -370,7 +303,7 @@ class CurationView(QWidget):
         base = result.diff.base_run_id if result.diff is not None else None
         against = f"compared with stored run {base}" if base is not None else "no stored run to compare with"
         self.source.setText(f"Preview ({settings}) — not stored; {against}")
-        self.summary.setText(f"Preview ({settings}): {_summary_numbers(result)}")
+        self.summary.setText(f"Preview ({settings}): {summary_numbers(result)}")
         self._fill_categories(result, self.what_if)
         self.diff_title.setText(f"Preview against stored run {base}" if base is not None else "Preview")
         self.preview_diff.set_diff(result.diff, f"preview against run {base}" if base is not None else "")
@@ -399,7 +332,7 @@ class CurationView(QWidget):
         settings = settings_text(params, stored.alm_model or None)
         created = info.created_at.strftime("%Y-%m-%d %H:%M")
         self.source.setText(f"Stored run {stored.run_id} ({created}) — {settings}")
-        self.summary.setText(f"Stored run {stored.run_id} ({created}, {settings}): {_summary_numbers(stored)}")
+        self.summary.setText(f"Stored run {stored.run_id} ({created}, {settings}): {summary_numbers(stored)}")
         self._fill_categories(stored, {})
         base = stored.diff.base_run_id if stored.diff is not None else None
         if base is None:
@@ -411,21 +344,44 @@ class CurationView(QWidget):
         return stored
 
     def fit_and_store(self) -> int | None:
-        """Fit with the current parameters and store the run (what-if polarities are not used)."""
-        try:
-            result = service.fit(self.store, self.parameters(), alm_model=self.alm.currentData(),
-                                 created_by=self.annotator_id)
-        except (AglwError, ValueError) as exc:
-            self.summary.setText(f"fit failed: {exc}")
-            return None
+        """Fit with the current parameters and store the run (what-if polarities are not used).
+
+        With a jobs panel the fit is its job, in the worker (progress and Cancel there); the view
+        shows the run when the job ends (:meth:`fit_ended`). Returns the stored run's id when the
+        fit has already ended (no panel, or a synchronous one), else None.
+        """
+        self._fitted_run_id = None
+        spec = fit_job(self.store, self.parameters(), alm_model=self.alm.currentData(),
+                       created_by=self.annotator_id, on_end=self.fit_ended)
+        if self.jobs is None:
+            self.fit_ended(run_task(spec.name, spec.run, summary=spec.summary))
+        elif self.jobs.start(spec):
+            if self.jobs.running:
+                self.fit_status.setText("fitting… (progress and Cancel in the Jobs panel)")
+        else:
+            self.fit_status.setText(f"fit not started: {self.jobs.status.text()}")
+        return self._fitted_run_id
+
+    def fit_ended(self, ended: TaskResult) -> None:
+        """A fit job ended: show the stored run and its diff, or why there is none."""
+        if ended.status == "cancelled":
+            self.fit_status.setText("fit cancelled: no run stored; “Fit and store run” again stores one")
+            return
+        if ended.status == "failed":
+            # The fit's own words for bad input; anything else as the jobs panel names it.
+            known = isinstance(ended.error, (AglwError, ValueError))
+            self.fit_status.setText(f"fit failed: {ended.error if known else ended.message}")
+            return
+        result: service.FitResult = ended.value
+        self.fit_status.setText(ended.message)
         self.refresh_runs()
         if result.run_id is not None:
+            self._fitted_run_id = result.run_id
             self.runStored.emit(result.run_id)
             self._select_runs(result.diff.base_run_id if result.diff else None, result.run_id)
             if result.diff is not None:
                 self.show_run_diff()
             self.show_stored(result.run_id)
-        return result.run_id
 
     def _fill_categories(self, result: service.FitResult, what_if: dict[str, str]) -> None:
         current = self.selected_category()

@@ -80,10 +80,18 @@ class TaskBridge(QObject):
 
 @dataclass(frozen=True)
 class JobSpec:
-    """A named, restartable job: ``run`` reports through the task and returns a one-line summary."""
+    """A named, restartable job: ``run`` reports through the task and returns a one-line summary.
+
+    ``summary``, when given, turns what ``run`` returns (then any value: the service's result)
+    into that line, so the caller's ``on_end`` gets the value itself in ``TaskResult.value``.
+    ``on_end`` is called in the GUI thread with the result, before the panel's ``finished``
+    signal, whatever the job's status; not when the window closes under a running job.
+    """
 
     name: str
-    run: Callable[[TaskContext], str]
+    run: Callable[[TaskContext], Any]
+    summary: Callable[[Any], str] | None = None
+    on_end: Callable[[TaskResult], None] | None = None
 
 
 class _Worker(QThread):
@@ -94,7 +102,7 @@ class _Worker(QThread):
 
     def run(self) -> None:
         # Read by the GUI thread after `finished` (QThread's own signal), never while running.
-        self.result = run_task(self.spec.name, self.spec.run, self.context)
+        self.result = run_task(self.spec.name, self.spec.run, self.context, summary=self.spec.summary)
 
 
 class JobsPanel(QWidget):
@@ -123,6 +131,7 @@ class JobsPanel(QWidget):
         self._bridge: TaskBridge | None = None
         self._worker: _Worker | None = None
         self._starters: list[QPushButton] = []
+        self._closing = False
 
         self.title = QLabel("No job running")
         self.bar = QProgressBar()
@@ -165,6 +174,11 @@ class JobsPanel(QWidget):
         self._starters.append(button)
         return button
 
+    def track_starter(self, button: QPushButton) -> None:
+        """Disable a button of another view (e.g. "Fit and store run") while a job runs."""
+        self._starters.append(button)
+        button.setEnabled(not self.running)
+
     @property
     def running(self) -> bool:
         return self.current is not None
@@ -190,7 +204,7 @@ class JobsPanel(QWidget):
         self.bar.setRange(0, 0)
         self._set_busy(True)
         if self.force_sync:
-            self._ended(run_task(spec.name, spec.run, self.context))
+            self._ended(run_task(spec.name, spec.run, self.context, summary=spec.summary))
             return True
         self._worker = _Worker(spec, self.context)
         # QThread.finished is emitted in the worker after run() returns and queued to this
@@ -218,9 +232,16 @@ class JobsPanel(QWidget):
         return self._worker.wait(timeout_ms if timeout_ms >= 0 else 2**31 - 1)
 
     def shutdown(self) -> None:
-        """Cancel the running job and join its thread (closing the window)."""
+        """Cancel the running job, join its thread and record how it ended (closing the window).
+
+        The end is recorded here, not by the queued signal that would come after the window
+        is gone; nobody is notified (no ``on_end``, no ``finished``): there is nothing left to
+        show, and the window's views must not reload from a store about to be closed.
+        """
+        self._closing = True
         self.cancel()
         self.wait()
+        self._worker_finished()
 
     # ------------------------------------------------------------------ reports
 
@@ -250,7 +271,8 @@ class JobsPanel(QWidget):
 
     def _worker_finished(self) -> None:
         worker = self._worker
-        if worker is None or worker.result is None:  # pragma: no cover - run() always sets a result
+        # None: already handled (shutdown records the end before the queued signal arrives).
+        if worker is None or worker.result is None:
             return
         self._ended(worker.result)
 
@@ -272,6 +294,10 @@ class JobsPanel(QWidget):
         self.title.setText(f"{spec.name if spec else 'job'}: {status}")
         self.status.setText(message)
         self._set_busy(False)
+        if self._closing:
+            return
+        if spec is not None and spec.on_end is not None:
+            spec.on_end(result)
         self.finished.emit(status, message)
 
 
@@ -285,16 +311,24 @@ def confirm(parent: QWidget, title: str, text: str) -> bool:
 # --------------------------------------------------------------------------- the jobs
 
 
-def fit_job(store: Store, params: FitParameters, *, alm_model: str | None = None, created_by: int | None = None) -> JobSpec:
-    """Fit and store a curation run."""
+def fit_job(store: Store, params: FitParameters, *, alm_model: str | None = None, created_by: int | None = None,
+            on_end: Callable[[TaskResult], None] | None = None) -> JobSpec:
+    """Fit and store a curation run; the result's value is the :class:`FitResult`."""
 
-    def run(task: TaskContext) -> str:
-        result = curation_service.fit(store, params, alm_model=alm_model, created_by=created_by, task=task)
-        summary = result.summary
-        return (f"stored curation run {result.run_id}: {summary['n_candidates']} candidates of "
-                f"{summary['n_clips']} clips at θ = {summary['theta_used']:.4g}")
+    def run(task: TaskContext) -> curation_service.FitResult:
+        from workbench.project import category_names
 
-    return JobSpec("fit curation model", run)
+        # Named as `aglw fit` names them, so a run stored from here shows its category names too.
+        names = category_names(store) if params.rollup == "leaf" else None
+        return curation_service.fit(store, params, alm_model=alm_model, created_by=created_by,
+                                    category_names=names, task=task)
+
+    def summary(result: curation_service.FitResult) -> str:
+        numbers = result.summary
+        return (f"stored curation run {result.run_id}: {numbers['n_candidates']} candidates of "
+                f"{numbers['n_clips']} clips at θ = {numbers['theta_used']:.4g}")
+
+    return JobSpec("fit curation model", run, summary, on_end)
 
 
 def judge_job(store: Store, config: JudgesConfig, *, judge_names: list[str] | None = None,
