@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from cli.context import app_context, emit_json, say, show
+from cli.context import app_context, emit_json, run_task, say, show
 from workbench.errors import AglwError
 
 
@@ -86,7 +86,8 @@ def register(app: typer.Typer) -> None:
         thetas = sensitivity.parse_grid(theta, "theta") if theta else sensitivity.default_thetas(
             scores, inputs.base.theta)
         say(f"sweeping {len(gammas)} γ × {len(alphas)} α × {len(thetas)} θ over {len(inputs.clips)} clips ...")
-        result = sensitivity.sweep(inputs, gammas, alphas, thetas)
+        result = run_task("sensitivity sweep", lambda task: sensitivity.sweep(
+            inputs, gammas, alphas, thetas, task=task)).value
         files: list[str] = []
         if out is not None:
             from workbench.studies.figures import write_sensitivity
@@ -201,8 +202,10 @@ def register(app: typer.Typer) -> None:
         if bootstrap < 0:
             raise AglwError(f"--bootstrap {bootstrap}: the number of resamples cannot be negative")
         say(f"study report: alt-test ε = {epsilon}, α = {alpha}; cluster bootstrap B = {bootstrap}, seed = {seed} ...")
-        report = write_report(context.store(), out, epsilon=epsilon, alpha=alpha, bootstrap=bootstrap, seed=seed,
-                              min_items=min_items, alm_model=alm, replace=force)
+        store = context.store()
+        report = run_task("study report", lambda task: write_report(
+            store, out, epsilon=epsilon, alpha=alpha, bootstrap=bootstrap, seed=seed, min_items=min_items,
+            alm_model=alm, replace=force, task=task)).value
         if context.json:
             emit_json(report.to_dict())
         else:
@@ -221,20 +224,15 @@ def register(app: typer.Typer) -> None:
         """Ask the LLM judges for the error modes of the ALM's wrong answers (prompt error-modes-v1)."""
         from workbench.attribution.config import load_judges
         from workbench.studies.error_judges import judge_error_modes
-        from workbench.tasks import run_task
 
         context = app_context(ctx)
         config = load_judges()
         names = [n.strip() for n in judges.split(",") if n.strip()] if judges else None
         chosen = config.select(names)
         store = context.store()
-        result = run_task("judge error modes", lambda task: judge_error_modes(
-            store, chosen, alm, base_url=base_url, gamma_km=gamma, limit=limit, task=task))
-        if result.error is not None:
-            raise result.error
-        if result.value is None:
-            raise AglwError(result.message)
-        report = result.value
+        # Ctrl-C stops after the answer in flight (stored), exit 130; a re-run asks only the rest.
+        report = run_task("judge error modes", lambda task: judge_error_modes(
+            store, chosen, alm, base_url=base_url, gamma_km=gamma, limit=limit, task=task)).value
         if context.json:
             emit_json(report.to_dict())
         else:

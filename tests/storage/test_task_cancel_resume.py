@@ -1,7 +1,8 @@
 """Every long job, cancelled midway through the task protocol, keeps what it finished and resumes.
 
-Each test cancels a job from a listener after k items, checks that exactly what was finished is
-stored, runs the job again, and compares the final state with an uninterrupted run.
+Each test cancels a job from a listener after k items (or, for the Gemini batch submission, k
+uploads), checks that exactly what was finished is stored, runs the job again, and compares the
+final state with an uninterrupted run. The jobs that store nothing are in test_task_cancel_readonly.py.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from storage.models import (
     Clip,
     CurationRun,
     Dataset,
+    JudgeErrorMode,
     JudgeRun,
     Judgment,
     MediaRoot,
@@ -42,6 +44,7 @@ from workbench.curation import service as curation
 from workbench.curation.model import FitParameters
 from workbench.importing import import_dataset, import_predictions
 from workbench.media import link_media
+from workbench.studies.error_judges import judge_error_modes
 from workbench.tagging.assets import load_checkpoint
 from workbench.tagging.ontology import load_ontology
 from workbench.tagging.service import tag_clips
@@ -146,6 +149,33 @@ def test_judging_batch_collect(tmp_path: Path, judge_api: FakeAnthropicAPI) -> N
     assert _judgments(interrupted) == _judgments(whole) and len(_judged_pairs(whole)) == 3
     with interrupted.session() as s:
         assert s.exec(select(JudgeRun.status)).all() == ["done"]
+
+
+def test_judging_batch_submit(tmp_path: Path, judge_api: FakeAnthropicAPI) -> None:
+    """Each judge's batch is one item: a cancel after the first judge's submission keeps it; a re-run
+    submits only the other judge's batch, and both are collected as after an uninterrupted submit."""
+    interrupted, whole = _stores(tmp_path)
+    config = load_judges()
+    for store in (interrupted, whole):
+        _judging_project(store)
+
+    def submit(store: Store, task: TaskContext | None = None):  # type: ignore[no-untyped-def]
+        return run_judges(store, config, judge_names=["opus", "sonnet"], mode="batch", base_url=judge_api.base_url,
+                          names=NAMES, task=task)
+
+    with pytest.raises(TaskCancelled):
+        submit(interrupted, cancel_after(1))
+    assert judge_api.count("POST", "/v1/messages/batches") == 1
+    with interrupted.session() as s:
+        assert s.exec(select(JudgeRun.judge_name, JudgeRun.status)).all() == [("opus", "submitted")]
+    resumed = submit(interrupted)
+    assert [(j.judge, j.pending_in_batch, j.status) for j in resumed.judges] == [
+        ("opus", 3, "nothing to send"), ("sonnet", 0, "submitted")]
+    assert judge_api.count("POST", "/v1/messages/batches") == 2  # the submitted batch is not sent again
+    submit(whole)
+    for store in (interrupted, whole):
+        collect_batches(store, config, base_url=judge_api.base_url, names=NAMES)
+    assert _judgments(interrupted) == _judgments(whole) and len(_judged_pairs(whole)) == 6
 
 
 # --------------------------------------------------------------------------- tagging
@@ -297,3 +327,147 @@ def test_fitting_the_curation_model(tmp_path: Path) -> None:
     assert again.run_id == uninterrupted.run_id == 1
     assert [(c.key, c.localizability, c.candidate) for c in again.clips] == [
         (c.key, c.localizability, c.candidate) for c in uninterrupted.clips]
+
+
+# --------------------------------------------------------------------------- study error-mode judges
+
+
+def _error_modes(store: Store) -> list[tuple]:
+    with store.session() as s:
+        return sorted((r.judge_name, r.clip_id, r.status, r.modes, r.note, r.fingerprint)
+                      for r in s.exec(select(JudgeErrorMode)))
+
+
+def test_judging_error_modes(tmp_path: Path, judge_api: FakeAnthropicAPI) -> None:
+    from tests.storage.studies_project import ALM, populate
+
+    interrupted, whole = _stores(tmp_path)
+    for store in (interrupted, whole):
+        populate(store)
+    judges = load_judges().select(["opus", "haiku"])
+
+    def judge(store: Store, task: TaskContext | None = None):  # type: ignore[no-untyped-def]
+        return judge_error_modes(store, judges, ALM, base_url=judge_api.base_url, limit=4, task=task)
+
+    with pytest.raises(TaskCancelled):
+        judge(interrupted, cancel_after(3))
+    stored = _error_modes(interrupted)
+    assert [(name, status) for name, _, status, *_ in stored] == [("opus", "ok")] * 3
+    sent = len(judge_api.message_requests())
+    assert sent == 3  # the answer after the cancel was not sent
+    resumed = judge(interrupted)
+    assert [(j["judge"], j["cached"], j["asked"]) for j in resumed.judges] == [("opus", 3, 1), ("haiku", 0, 4)]
+    assert len(judge_api.message_requests()) - sent == 5  # nothing answered before is asked (paid) again
+    assert set(stored) <= set(_error_modes(interrupted))
+    judge(whole)
+    assert _error_modes(interrupted) == _error_modes(whole) and len(_error_modes(whole)) == 8
+
+
+# --------------------------------------------------------------------------- Gemini batches of the ALM
+
+GEMINI_KEY = "gem-key-0123456789"
+
+
+def cancel_at_progress(done: int) -> TaskContext:
+    """A task cancelled once its progress reaches ``done`` units (a job that counts uploads, not stored items)."""
+    task = TaskContext()
+
+    def listen(event: TaskEvent) -> None:
+        if event.kind == "progress" and event.done >= done:
+            task.cancel()
+
+    task.subscribe(listen)
+    return task
+
+
+@pytest.fixture
+def gemini(tmp_path: Path, monkeypatch):  # type: ignore[no-untyped-def]
+    """Two projects of the same six clips and a fake Gemini server whose batches end at the first look."""
+    from tests.storage.alm_project import make_project, write_alm_config
+    from tests.support.fake_alm import FakeGeminiServer
+
+    write_alm_config(timeout=2.0)
+    monkeypatch.setenv("GEMINI_API_KEY", GEMINI_KEY)
+    projects = []
+    for name in ("interrupted", "whole"):
+        (tmp_path / name).mkdir()
+        projects.append(make_project(tmp_path / name))
+    with FakeGeminiServer(expected_key=GEMINI_KEY, batch_polls_before_end=0) as server:
+        for key in projects[0].keys:
+            server.register_audio(projects[0].audio(key), key)
+        yield server, projects
+    for project in projects:
+        project.store.dispose()  # type: ignore[attr-defined]
+
+
+def _gemini_options(server, keys: list[str]):  # type: ignore[no-untyped-def]
+    from workbench.alm.runner import AlmRunOptions
+
+    return AlmRunOptions(model="gemini-batch", provider="gemini", api_model="gemini-fake", base_url=server.base_url,
+                         clip_keys=keys)
+
+
+def _alm_state(store: Store) -> tuple[list[tuple], list[tuple]]:
+    """The stored predictions and answers (one answer per clip and sample: nothing stored twice)."""
+    from storage.models import AlmAnswer
+
+    with store.session() as s:
+        predictions = sorted((p.question_id, p.predicted_city, p.predicted_latitude, p.predicted_longitude)
+                             for p in s.exec(select(Prediction)))
+        answers = sorted((a.clip_key, a.sample, a.status, a.fingerprint, a.cost_usd) for a in s.exec(select(AlmAnswer)))
+    return predictions, answers
+
+
+def _job_statuses(store: Store) -> list[str]:
+    from storage.models import AlmJob
+
+    with store.session() as s:
+        return list(s.exec(select(AlmJob.status).order_by(AlmJob.id)).all())
+
+
+def test_alm_batch_collect(gemini) -> None:  # type: ignore[no-untyped-def]
+    from workbench.alm.batch import collect_batches, submit_batch
+
+    server, (interrupted, whole) = gemini
+    keys = interrupted.keys
+    for half in (keys[:3], keys[3:]):  # two batches: the unit a collect stores whole
+        submit_batch(interrupted.store, _gemini_options(server, half))
+    names = list(server.batches)
+    submit_batch(whole.store, _gemini_options(server, keys))
+
+    with pytest.raises(TaskCancelled):
+        collect_batches(interrupted.store, "gemini-batch", task=cancel_after(1))
+    predictions, answers = _alm_state(interrupted.store)
+    assert [p[0] for p in predictions] == sorted(keys[:3]) and len(answers) == 3
+    assert _job_statuses(interrupted.store) == ["done", "submitted"]  # the second batch is collected later
+    assert [server.batches[name]["polls"] for name in names] == [1, 0]
+    resumed = collect_batches(interrupted.store, "gemini-batch")
+    assert resumed.answered == 3 and not resumed.failed
+    assert [server.batches[name]["polls"] for name in names] == [1, 1]  # the collected batch is not fetched again
+    assert _job_statuses(interrupted.store) == ["done", "done"]
+    assert collect_batches(whole.store, "gemini-batch").answered == 6
+    assert _alm_state(interrupted.store) == _alm_state(whole.store)
+    assert len(_alm_state(whole.store)[0]) == 6
+
+
+def test_alm_batch_submit(gemini) -> None:  # type: ignore[no-untyped-def]
+    """Submitting is one item (the batch is created whole or not at all): a cancel during the uploads
+    creates no batch, deletes what was uploaded and marks the job cancelled; a re-run submits it all."""
+    from workbench.alm.batch import collect_batches, submit_batch
+
+    server, (interrupted, whole) = gemini
+    options = _gemini_options(server, interrupted.keys)
+    with pytest.raises(TaskCancelled):
+        submit_batch(interrupted.store, options, task=cancel_at_progress(2))
+    assert server.uploads == 2 and server.deleted == 2  # no upload is left behind on the provider
+    assert server.batches == {} and sum(server.requests_for(key) for key in interrupted.keys) == 0
+    assert _job_statuses(interrupted.store) == ["cancelled"]
+    assert _alm_state(interrupted.store) == ([], [])
+    assert collect_batches(interrupted.store, "gemini-batch").stopped.startswith("no submitted batch")
+    submitted = submit_batch(interrupted.store, options)
+    assert "as batch batches/" in (submitted.stopped or "") and len(server.batches) == 1
+    assert _job_statuses(interrupted.store) == ["cancelled", "submitted"]
+    assert collect_batches(interrupted.store, "gemini-batch").answered == 6
+    submit_batch(whole.store, _gemini_options(server, whole.keys))
+    collect_batches(whole.store, "gemini-batch")
+    assert _alm_state(interrupted.store) == _alm_state(whole.store)

@@ -22,7 +22,7 @@ from workbench.alm.providers import AlmRequest, AnswerError, RetryableError, mak
 from workbench.alm.records import ClipFacts
 from workbench.alm.runner import AlmRunReport, _Outcome, _Runner, new_report, open_job
 from workbench.errors import InputError
-from workbench.tasks import TaskContext
+from workbench.tasks import TaskCancelled, TaskContext
 
 if TYPE_CHECKING:
     from storage import Store
@@ -48,7 +48,7 @@ def submit_batch(store: Store, options: AlmRunOptions, *, config: AlmConfig | No
     from google.genai import types
     from sqlalchemy import update
 
-    from storage.models import AlmJob
+    from storage.models import AlmJob, utcnow
 
     if options.provider != "gemini":
         raise InputError("--mode batch uses Gemini's Batch API: it needs --provider gemini")
@@ -66,6 +66,7 @@ def submit_batch(store: Store, options: AlmRunOptions, *, config: AlmConfig | No
     requests: list[Any] = []
     entries: list[dict[str, Any]] = []
     failures: list[_Outcome] = []
+    batch = None
     try:
         for item in plan.items:
             task.check_cancel()
@@ -83,12 +84,25 @@ def submit_batch(store: Store, options: AlmRunOptions, *, config: AlmConfig | No
             entries.append({"label": item.label, "clip": asdict(item.clip), "sample": item.sample,
                             "fingerprint": item.fingerprint, "cache_key": item.cache_key,
                             "audio": audio.record("files"), "file": uploaded.name})
+            # The uploads are the long part: the bar moves per upload (a failed one counts when announced).
+            task.advance()
         runner.store_outcomes(failures)
         runner.announce(failures)
-        batch = None
+        task.check_cancel()  # the last moment a cancel costs nothing: the batch is paid once created
         if requests:
             probe = AlmRequest("batch", plan.prompt, None, options.api_model_id, plan.entry)  # type: ignore[arg-type]
             batch = provider.create_batch(probe, requests, f"aglw {options.model}")  # type: ignore[attr-defined]
+    except Exception as exc:
+        # Nothing was submitted (the batch is one item, created whole or not at all): delete the
+        # uploads rather than leave them on the provider for 48 h, and close the job, so that it is
+        # neither collected nor shown as running; a re-run submits everything again.
+        for entry in entries:
+            provider.delete(entry["file"])  # type: ignore[attr-defined]
+        with store.write() as session:
+            session.execute(update(AlmJob).where(AlmJob.id == report.job_id).values(
+                status="cancelled" if isinstance(exc, TaskCancelled) else "failed", finished_at=utcnow(),
+                failed=len(report.failed)))
+        raise
     finally:
         provider.close()
     with store.write() as session:

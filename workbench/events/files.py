@@ -131,15 +131,20 @@ def evaluate_folders(
         task.set_total(len(refs))
     pairs: list[tuple[MetadataFile, MetadataFile]] = []
     for ref in refs:
+        # Every file is read (and checked) first: a bad one is reported before any scoring.
         if task is not None:
             task.check_cancel()
         pairs.append((read_metadata(ref, n_classes=n_classes),
                       read_metadata(preds[ref.name], n_classes=n_classes, allow_four_columns=True)))
+
+    def scored(metadata: MetadataFile) -> None:
+        # A file is one item once scored (the long part): the bar moves, and a cancel stops here.
         if task is not None:
-            task.item_done(ref.name, True)
+            task.item_done(Path(metadata.path).name, True)
+
     names = STARSS23_CLASSES if n_classes == len(STARSS23_CLASSES) else None
     result = evaluate_seld(pairs, n_classes=n_classes, class_names=names, doa_threshold=doa_threshold,
-                           distance_threshold=distance_threshold)
+                           distance_threshold=distance_threshold, scored=scored)
     out = result.as_dict()
     out.update({"ref": str(ref_dir), "pred": str(pred_dir), "doa_threshold": doa_threshold})
     if result.metric == "dcase2024":

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -382,6 +382,7 @@ def evaluate_seld(
     doa_threshold: float = 20.0,
     distance_threshold: float = 1.0,
     metric: str | None = None,
+    scored: Callable[[MetadataFile], None] | None = None,
 ) -> SeldResult:
     """SELD metrics over (reference, prediction) file pairs.
 
@@ -400,6 +401,9 @@ def evaluate_seld(
     metric
         ``dcase2023`` or ``dcase2024``; None chooses by the reference files (2024 when they
         carry distances).
+    scored
+        Called with each reference file once its pair is scored (a job's progress; it may
+        raise to stop, as a cancelled task does).
 
     Raises
     ------
@@ -435,6 +439,8 @@ def evaluate_seld(
         else:
             _update_2023(counts, _segments(_frames_dict(ref, False), last), _segments(_frames_dict(pred, False), last),
                          n_classes, doa_threshold)
+        if scored is not None:
+            scored(ref)
     result = _scores_2024(counts, n_classes, names) if metric == "dcase2024" else _scores_2023(counts, n_classes, names)
     result.n_files = len(pairs)
     return result

@@ -201,6 +201,32 @@ def _check_target(out: Path, replace: bool) -> None:
             raise AglwError(f"{out} holds an earlier study report; pass --force to replace it, or choose a new folder")
 
 
+def _within(task: TaskContext | None) -> TaskContext | None:
+    """The context of a step's own loop (the sweep): the report's cancel, checked between its
+    refits, and no progress of its own (the report counts steps, the sweep is one of them)."""
+    if task is None:
+        return None
+    from workbench.tasks import TaskContext
+
+    outer: TaskContext = task
+
+    class Within(TaskContext):
+        def check_cancel(self) -> None:
+            outer.check_cancel()
+
+        @property
+        def cancelled(self) -> bool:
+            return outer.cancelled
+
+        def set_total(self, total: int) -> None:
+            pass
+
+        def advance(self, units: int = 1) -> None:
+            pass
+
+    return Within()
+
+
 def write_report(
     store: Store,
     out: str | Path,
@@ -285,7 +311,7 @@ def write_report(
 
         gammas, alphas, thetas = sweep_grid or (list(np.geomspace(250, 4000, 10)), list(np.linspace(0, 0.2, 10)), None)
         thetas = thetas or sensitivity.default_thetas(scores, inputs.base.theta)
-        sweep_result = sensitivity.sweep(inputs, gammas, alphas, thetas)
+        sweep_result = sensitivity.sweep(inputs, gammas, alphas, thetas, task=_within(task))
         t = sweep_result.table
         sweep_summary = {
             "n_settings": len(t), "n_gamma": len(gammas), "n_alpha": len(alphas), "n_theta": len(thetas),
@@ -301,123 +327,132 @@ def write_report(
     import shutil
 
     shutil.rmtree(staging, ignore_errors=True)
-    (staging / "tables").mkdir(parents=True)
-    tables: dict[str, tuple[pd.DataFrame, str]] = {
-        "alt_test": (_alt_frame(alt_rows), "Alternative Annotator Test per candidate and label"),
-        "alt_test_annotators": (pd.DataFrame([
-            {"label": r["label"], "candidate": r["llm"], **a} for r in alt_rows if not r.get("refused")
-            for a in r["annotators"]], columns=["label", "candidate", "annotator", "n_units", "p_value", "rejected",
-                                                "llm_advantage", "human_advantage", "skipped"]),
-            "Alt-test per held-out expert"),
-        "baseline": (baseline, "Human–human beside human–LLM, LLM–LLM and test–retest (all units)"),
-        "coefficients": (coefficients, "Every agreement coefficient (all units)"),
-        "error_mode_shares": (shares, "Error-mode shares per ALM"),
-        "error_mode_agreement": (mode_agreement, "Agreement on each error mode"),
-    }
-    from workbench.studies import localizers, planning
-
-    humans = pd.DataFrame(localizers.human_leaderboard(store))
-    if not humans.empty:
-        tables["human_localizers"] = (humans, "Humans as localizers (leaderboard metrics)")
     try:
-        plan, plan_frame = planning.plan_table(store)
-    except InputError:
-        plan, plan_frame = None, None
-    if plan_frame is not None:
-        tables["plan"] = (plan_frame.drop(columns=["annotator_id", "annotator"]),
-                          f"Study plan {plan.name} (overlap {plan.overlap}, {'blind' if plan.blind else 'not blind'})")
-    difficulty = {label: judges.item_difficulty(ratings, label) for label in ("effect", "contribution")}
-    for label, frame in difficulty.items():
-        tables[f"difficulty_{label}"] = (frame, f"Per-item difficulty ({label})")
-    if sweep_result is not None:
-        tables["sensitivity"] = (sweep_result.table, "Curation sensitivity sweep")
-    written = []
-    for name, (frame, caption) in tables.items():
-        frame.to_csv(staging / "tables" / f"{name}.csv", index=False)
-        written.append(f"tables/{name}.csv")
-    for name in ("alt_test", "baseline", "error_mode_shares"):
-        frame, caption = tables[name]
-        (staging / "tables" / f"{name}.tex").write_text(_latex(frame, caption, f"tab:{name}"), encoding="utf-8")
-        written.append(f"tables/{name}.tex")
+        (staging / "tables").mkdir(parents=True)
+        tables: dict[str, tuple[pd.DataFrame, str]] = {
+            "alt_test": (_alt_frame(alt_rows), "Alternative Annotator Test per candidate and label"),
+            "alt_test_annotators": (pd.DataFrame([
+                {"label": r["label"], "candidate": r["llm"], **a} for r in alt_rows if not r.get("refused")
+                for a in r["annotators"]], columns=["label", "candidate", "annotator", "n_units", "p_value", "rejected",
+                                                    "llm_advantage", "human_advantage", "skipped"]),
+                "Alt-test per held-out expert"),
+            "baseline": (baseline, "Human–human beside human–LLM, LLM–LLM and test–retest (all units)"),
+            "coefficients": (coefficients, "Every agreement coefficient (all units)"),
+            "error_mode_shares": (shares, "Error-mode shares per ALM"),
+            "error_mode_agreement": (mode_agreement, "Agreement on each error mode"),
+        }
+        from workbench.studies import localizers, planning
 
-    n_experts = int(ratings.loc[ratings["rater_kind"] == "expert", "rater"].nunique())
-    n_judges = int(ratings.loc[ratings["rater_kind"] == "judge", "rater"].nunique())
-    n_error_answers = int(mode_table.loc[mode_table["rater_kind"] == "expert", ["alm", "clip_id"]].drop_duplicates()
-                          .shape[0]) if not mode_table.empty else 0
-    methods = methods_paragraph(
-        n_clips=int(ratings["clip_id"].nunique()), experts=n_experts, judges=n_judges, alt_rows=alt_rows,
-        baseline=baseline, epsilon=epsilon, alpha=alpha, bootstrap=bootstrap, seed=seed, sweep=sweep_summary,
-        n_error_answers=n_error_answers, min_items=min_items)
+        humans = pd.DataFrame(localizers.human_leaderboard(store))
+        if not humans.empty:
+            tables["human_localizers"] = (humans, "Humans as localizers (leaderboard metrics)")
+        try:
+            plan, plan_frame = planning.plan_table(store)
+        except InputError:
+            plan, plan_frame = None, None
+        if plan_frame is not None:
+            tables["plan"] = (plan_frame.drop(columns=["annotator_id", "annotator"]),
+                              f"Study plan {plan.name} (overlap {plan.overlap}, {'blind' if plan.blind else 'not blind'})")
+        difficulty = {label: judges.item_difficulty(ratings, label) for label in ("effect", "contribution")}
+        for label, frame in difficulty.items():
+            tables[f"difficulty_{label}"] = (frame, f"Per-item difficulty ({label})")
+        if sweep_result is not None:
+            tables["sensitivity"] = (sweep_result.table, "Curation sensitivity sweep")
+        written = []
+        for name, (frame, caption) in tables.items():
+            frame.to_csv(staging / "tables" / f"{name}.csv", index=False)
+            written.append(f"tables/{name}.csv")
+        for name in ("alt_test", "baseline", "error_mode_shares"):
+            frame, caption = tables[name]
+            (staging / "tables" / f"{name}.tex").write_text(_latex(frame, caption, f"tab:{name}"), encoding="utf-8")
+            written.append(f"tables/{name}.tex")
 
-    sections = [f"<h1>AGL Workbench study report</h1><p>ALM studied: {html.escape(str(data.alm_model))}; "
-                f"{n_experts} expert(s), {n_judges} judge(s); written {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.</p>",
-                f"<h2>Methods</h2><p class='methods'>{html.escape(methods)}</p>"]
-    n_figures = 0
-    body = [_table_html(tables["alt_test"][0], tables["alt_test"][1]), _figure_html(
-        figures.alt_test_bars(alt_rows), "Winning rate ω and advantage probability ρ per candidate")]
-    n_figures += 1
-    sections.append("<h2>May the LLM judge replace a person?</h2>" + "".join(body))
-    body = [_table_html(baseline, tables["baseline"][1])]
-    for label in sorted(set(baseline["label"])):
-        body.append(_figure_html(figures.baseline_forest(baseline, label), f"{label}: pairwise agreement with CIs"))
+        n_experts = int(ratings.loc[ratings["rater_kind"] == "expert", "rater"].nunique())
+        n_judges = int(ratings.loc[ratings["rater_kind"] == "judge", "rater"].nunique())
+        n_error_answers = int(mode_table.loc[mode_table["rater_kind"] == "expert", ["alm", "clip_id"]].drop_duplicates()
+                              .shape[0]) if not mode_table.empty else 0
+        methods = methods_paragraph(
+            n_clips=int(ratings["clip_id"].nunique()), experts=n_experts, judges=n_judges, alt_rows=alt_rows,
+            baseline=baseline, epsilon=epsilon, alpha=alpha, bootstrap=bootstrap, seed=seed, sweep=sweep_summary,
+            n_error_answers=n_error_answers, min_items=min_items)
+
+        sections = [f"<h1>AGL Workbench study report</h1><p>ALM studied: {html.escape(str(data.alm_model))}; "
+                    f"{n_experts} expert(s), {n_judges} judge(s); written {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.</p>",
+                    f"<h2>Methods</h2><p class='methods'>{html.escape(methods)}</p>"]
+        n_figures = 0
+        body = [_table_html(tables["alt_test"][0], tables["alt_test"][1]), _figure_html(
+            figures.alt_test_bars(alt_rows), "Winning rate ω and advantage probability ρ per candidate")]
         n_figures += 1
-    sections.append("<h2>Human–human baseline, human–LLM, LLM–LLM, test–retest</h2>" + "".join(body))
-    body = []
-    for label, frame in difficulty.items():
-        if frame.empty:
-            body.append(f"<p>{label}: no unit rated by two or more experts.</p>")
-            continue
-        counts = frame["kind"].value_counts().rename_axis("kind").reset_index(name="units")
-        body.append(_table_html(counts, f"{label}: where people disagree vs where only the LLM deviates"))
-        body.append(_table_html(frame.sort_values("expert_agreement"), f"{label}: hardest units first", limit=15))
-    sections.append("<h2>Per-item difficulty</h2>" + "".join(body))
-    confusions = judges.category_confusions(ratings, "effect")
-    body = []
-    for category, table in list(confusions.items())[:12]:
-        body.append(_figure_html(figures.confusion(table, f"effect · {category}"), f"effect confusion, {category}"))
-        n_figures += 1
-    sections.append("<h2>Per-category confusion matrices (effect)</h2>" + (
-        f"<div class='grid'>{''.join(body)}</div>" if body else "<p>No unit with both experts and judges.</p>"))
-    body = [_figure_html(figures.error_mode_bars(shares, "all"), "Error-mode shares per ALM")]
-    n_figures += 1
-    for breakdown in ("continent", "speech"):
-        if not shares[shares["breakdown"] == breakdown].empty:
-            body.append(_figure_html(figures.error_mode_bars(shares, breakdown), f"Error-mode shares by {breakdown}"))
+        sections.append("<h2>May the LLM judge replace a person?</h2>" + "".join(body))
+        body = [_table_html(baseline, tables["baseline"][1])]
+        for label in sorted(set(baseline["label"])):
+            body.append(_figure_html(figures.baseline_forest(baseline, label), f"{label}: pairwise agreement with CIs"))
             n_figures += 1
-    if not mode_agreement.empty:
-        overall = mode_agreement[mode_agreement["coefficient"] == "krippendorff_alpha"]
-        body.append(_table_html(overall, "Agreement on each error mode: Krippendorff's α over experts and judges "
-                                "(every pair's κ in tables/error_mode_agreement.csv)"))
-    sections.append("<h2>Error modes of the ALM</h2>" + "".join(body))
-    if "human_localizers" in tables:
-        shown = humans[[c for c in ("model", "n", "distance_error_km", "geoscore_mean", "country_acc",
-                                    "continent_acc", "mean_confidence") if c in humans.columns]]
-        sections.append("<h2>Humans as localizers</h2>" + _table_html(shown, tables["human_localizers"][1]))
-    if plan_frame is not None:
-        done = plan_frame.groupby("pseudonym")["done"].agg(["size", "sum"]).reset_index()
-        done.columns = ["annotator", "assigned", "done"]
-        sections.append("<h2>Study plan</h2>" + _table_html(done, tables["plan"][1]))
-    if sweep_result is not None:
-        summary = pd.DataFrame([sweep_summary])
-        sections.append("<h2>How stable is the selection?</h2>" + _table_html(summary, "Sweep summary") + _figure_html(
-            figures.sensitivity_heatmaps(sweep_result), "Jaccard with the stored selection over γ × α") +
-            _table_html(sweep_result.table.sort_values("jaccard"), "Least stable settings first", limit=15))
+        sections.append("<h2>Human–human baseline, human–LLM, LLM–LLM, test–retest</h2>" + "".join(body))
+        body = []
+        for label, frame in difficulty.items():
+            if frame.empty:
+                body.append(f"<p>{label}: no unit rated by two or more experts.</p>")
+                continue
+            counts = frame["kind"].value_counts().rename_axis("kind").reset_index(name="units")
+            body.append(_table_html(counts, f"{label}: where people disagree vs where only the LLM deviates"))
+            body.append(_table_html(frame.sort_values("expert_agreement"), f"{label}: hardest units first", limit=15))
+        sections.append("<h2>Per-item difficulty</h2>" + "".join(body))
+        confusions = judges.category_confusions(ratings, "effect")
+        body = []
+        for category, table in list(confusions.items())[:12]:
+            body.append(_figure_html(figures.confusion(table, f"effect · {category}"), f"effect confusion, {category}"))
+            n_figures += 1
+        sections.append("<h2>Per-category confusion matrices (effect)</h2>" + (
+            f"<div class='grid'>{''.join(body)}</div>" if body else "<p>No unit with both experts and judges.</p>"))
+        body = [_figure_html(figures.error_mode_bars(shares, "all"), "Error-mode shares per ALM")]
         n_figures += 1
-    else:
-        sections.append("<h2>How stable is the selection?</h2><p>No stored curation run: run `aglw fit` first.</p>")
-    document = (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>AGL Workbench study report</title>"
-                f"<style>{CSS}</style></head><body>{''.join(sections)}</body></html>")
-    (staging / REPORT).write_text(document, encoding="utf-8")
-    report = StudyReport(out=str(out), created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                         alm_model=data.alm_model, epsilon=epsilon, alpha=alpha, bootstrap=bootstrap, seed=seed,
-                         n_figures=n_figures, tables=written, methods=methods, alt_tests=alt_rows)
-    (staging / "report.json").write_text(json.dumps(_finite(report.to_dict()), indent=2, default=str,
-                                                    ensure_ascii=False, allow_nan=False), encoding="utf-8")
-    # the finished report replaces the folder's content only now: a failure above leaves it as it was
-    _check_target(out, replace)
+        for breakdown in ("continent", "speech"):
+            if not shares[shares["breakdown"] == breakdown].empty:
+                body.append(_figure_html(figures.error_mode_bars(shares, breakdown), f"Error-mode shares by {breakdown}"))
+                n_figures += 1
+        if not mode_agreement.empty:
+            overall = mode_agreement[mode_agreement["coefficient"] == "krippendorff_alpha"]
+            body.append(_table_html(overall, "Agreement on each error mode: Krippendorff's α over experts and judges "
+                                    "(every pair's κ in tables/error_mode_agreement.csv)"))
+        sections.append("<h2>Error modes of the ALM</h2>" + "".join(body))
+        if "human_localizers" in tables:
+            shown = humans[[c for c in ("model", "n", "distance_error_km", "geoscore_mean", "country_acc",
+                                        "continent_acc", "mean_confidence") if c in humans.columns]]
+            sections.append("<h2>Humans as localizers</h2>" + _table_html(shown, tables["human_localizers"][1]))
+        if plan_frame is not None:
+            done = plan_frame.groupby("pseudonym")["done"].agg(["size", "sum"]).reset_index()
+            done.columns = ["annotator", "assigned", "done"]
+            sections.append("<h2>Study plan</h2>" + _table_html(done, tables["plan"][1]))
+        if sweep_result is not None:
+            summary = pd.DataFrame([sweep_summary])
+            sections.append("<h2>How stable is the selection?</h2>" + _table_html(summary, "Sweep summary") + _figure_html(
+                figures.sensitivity_heatmaps(sweep_result), "Jaccard with the stored selection over γ × α") +
+                _table_html(sweep_result.table.sort_values("jaccard"), "Least stable settings first", limit=15))
+            n_figures += 1
+        else:
+            sections.append("<h2>How stable is the selection?</h2><p>No stored curation run: run `aglw fit` first.</p>")
+        document = (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>AGL Workbench study report</title>"
+                    f"<style>{CSS}</style></head><body>{''.join(sections)}</body></html>")
+        (staging / REPORT).write_text(document, encoding="utf-8")
+        report = StudyReport(out=str(out), created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                             alm_model=data.alm_model, epsilon=epsilon, alpha=alpha, bootstrap=bootstrap, seed=seed,
+                             n_figures=n_figures, tables=written, methods=methods, alt_tests=alt_rows)
+        (staging / "report.json").write_text(json.dumps(_finite(report.to_dict()), indent=2, default=str,
+                                                        ensure_ascii=False, allow_nan=False), encoding="utf-8")
+        _check_target(out, replace)  # again: the folder may have been filled meanwhile
+    except BaseException:
+        # a failure while writing (a figure, a full disk) leaves no half-written copy beside the folder
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    # The finished report replaces the folder's content only now, and by renames: the earlier
+    # report stays whole until the new one takes its place (a failure above leaves it as it was).
+    earlier = out.parent / f".{out.name}.earlier"
+    shutil.rmtree(earlier, ignore_errors=True)
     if out.exists():
-        shutil.rmtree(out)
+        out.rename(earlier)
     staging.rename(out)
+    shutil.rmtree(earlier, ignore_errors=True)
     if task is not None:
         task.advance()
     return report
