@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from cli.context import app_context, emit_json, say, show
+from cli.context import app_context, emit_json, run_task, say, show
 from workbench.errors import AglwError
 
 
@@ -66,10 +66,14 @@ def register(app: typer.Typer) -> None:
         if not extras.has("pyarrow"):
             say(f"the bundle gets its tables as CSV only: {extras.missing_extra_message('pyarrow')}")
         say(f"agreement: cluster bootstrap B = {bootstrap}, seed = {seed} ...")
-        manifest = service.export_agreement(
-            context.store(), out, bootstrap=bootstrap, seed=seed, reveal_annotators=reveal_annotators,
-            category_roots=roots, alm_model=alm, replace=force,
-        )
+        store = context.store()
+        manifest = run_task(
+            "agreement bootstrap",
+            lambda task: service.export_agreement(
+                store, out, bootstrap=bootstrap, seed=seed, reveal_annotators=reveal_annotators,
+                category_roots=roots, alm_model=alm, replace=force, task=task,
+            ),
+        ).value
         if context.json:
             emit_json({"out": str(out), **manifest.to_dict()})
         else:

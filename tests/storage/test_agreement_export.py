@@ -344,3 +344,37 @@ def test_a_team_project_without_the_postgres_extra_is_one_line(tmp_path, monkeyp
     assert main(["--db", "postgresql+psycopg://aglw@127.0.0.1:5432/test", "clips", "list"]) == 1
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "pip install 'agl-workbench[postgres]'" in err
+
+
+def test_a_cancelled_export_writes_nothing_and_keeps_the_earlier_bundle(project, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The bootstrap reports progress per label and subset; a cancel midway leaves the folder's
+    earlier bundle byte for byte, and running again writes the new one (issue 15: every long job)."""
+    from workbench.agreement.service import export_agreement
+    from workbench.tasks import TaskCancelled, TaskContext
+
+    store, base, _ = project
+    out = tmp_path / "bundle"
+    export_agreement(store, out, bootstrap=10, seed=1)
+    before = _all_bytes(out)
+
+    seen: list[tuple[int, int | None]] = []
+    context = TaskContext()
+
+    def listen(event) -> None:  # type: ignore[no-untyped-def]
+        seen.append((event.done, event.total))
+        if event.done == 3:
+            context.cancel()
+
+    context.subscribe(listen)
+    with pytest.raises(TaskCancelled):
+        export_agreement(store, out, bootstrap=10, seed=2, replace=True, task=context)
+    total = seen[-1][1]
+    assert total is not None and total > 3  # cancelled midway, not at the end
+    assert max(done for done, _ in seen) == 3
+    assert _all_bytes(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bundle"]  # no staging folder left
+
+    finished = TaskContext()
+    export_agreement(store, out, bootstrap=10, seed=2, replace=True, task=finished)
+    assert finished.done == total
+    assert _all_bytes(out) != before  # the new seed's intervals were written

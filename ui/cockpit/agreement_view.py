@@ -135,11 +135,9 @@ class AgreementView(QWidget):
         # and a view ↔ panel reference cycle would leave both widgets to the cyclic garbage
         # collector, which may run them down in a worker thread (a crash in Qt).
         def run(context: TaskContext) -> str:
-            context.set_total(1)
             # the button replaces an earlier bundle in the folder (as --force does); any other
             # non-empty folder is refused and the job reports why
-            manifest = export_agreement(store, folder, bootstrap=bootstrap, replace=True)
-            context.advance(1)
+            manifest = export_agreement(store, folder, bootstrap=bootstrap, replace=True, task=context)
             return f"agreement bundle: {manifest.n_ratings} ratings written to {folder}"
 
         # set before starting: a synchronous job (force_sync) reports before start() returns

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -16,6 +17,9 @@ from scipy.stats import rankdata
 from workbench.agreement import minimums, stats
 from workbench.agreement.bootstrap import per_clip_sum, percentile_intervals, resample_weights, resampled
 from workbench.agreement.units import LABELS, category_root_column, majority_per_unit
+
+if TYPE_CHECKING:
+    from workbench.tasks import TaskContext
 
 # n_units: the units the coefficient used (paired units of a pair, pairable units of α / AC1,
 # complete units of Fleiss' κ); n_raters: the raters it compared; reason: why the value is
@@ -328,6 +332,7 @@ def compute_coefficients(
     seed: int = 0,
     retest: pd.DataFrame | None = None,
     breakdowns: bool = True,
+    task: TaskContext | None = None,
 ) -> pd.DataFrame:
     """Every coefficient, for all units and each breakdown, with bootstrap intervals.
 
@@ -345,6 +350,10 @@ def compute_coefficients(
         Earlier judge-run ratings (``RATING_COLUMNS`` + judge_run_id) for test-retest.
     breakdowns
         False: only the "all units" rows (a quick overview, e.g. the cockpit's).
+    task
+        Progress (one unit per label and subset, the bootstrap's cost) and cancel: a cancel
+        raises :class:`~workbench.tasks.TaskCancelled` between subsets (nothing is returned,
+        so nothing is written).
 
     Returns
     -------
@@ -359,29 +368,37 @@ def compute_coefficients(
         continent=ratings["clip_id"].map(info["continent"]),
         speech=ratings["clip_id"].map(info["speech"]).map({True: "speech", False: "no speech"}),
     )
+    work: list[tuple[str, _Coder, str, str, pd.DataFrame]] = []
     for label in ("contribution", "effect", "polarity", "rating", "decision"):
         frame = ratings[ratings["label"] == label]
         if frame["rater"].nunique() < 2:
             continue
         coder = _Coder(label, frame["value"])
-        subsets: list[tuple[str, str, pd.DataFrame]] = [("all", "all", frame)]
+        work.append((label, coder, "all", "all", frame))
         columns = ["continent", "speech"] if label in ("rating", "decision") else ["category_id", "root", "continent", "speech"]
         for column in columns if breakdowns else []:
             if frame[column].isna().all():
                 continue
             for value, part in frame.groupby(column, sort=True):
-                subsets.append(("category" if column == "category_id" else column, str(value), part))
-        for subset_kind, subset, part in subsets:
-            raters = _rater_order(part)
-            kinds = part.drop_duplicates("rater").set_index("rater")["rater_kind"].to_dict()
-            matrix = _Matrix(part, coder, raters)
-            weights = resample_weights(matrix.n_clips, bootstrap, seed, f"{label}/{subset_kind}/{subset}")
-            rows += _pair_rows(matrix, coder, label, subset_kind, subset, raters, kinds, weights)
-            rows += _leave_one_out_rows(part, label, subset_kind, subset, bootstrap, seed)
-            rows += _group_rows(matrix, coder, label, subset_kind, subset, raters, kinds, weights)
+                work.append((label, coder, "category" if column == "category_id" else column, str(value), part))
+    if task is not None:
+        task.set_total(len(work) + 1)
+    for label, coder, subset_kind, subset, part in work:
+        raters = _rater_order(part)
+        kinds = part.drop_duplicates("rater").set_index("rater")["rater_kind"].to_dict()
+        matrix = _Matrix(part, coder, raters)
+        weights = resample_weights(matrix.n_clips, bootstrap, seed, f"{label}/{subset_kind}/{subset}")
+        rows += _pair_rows(matrix, coder, label, subset_kind, subset, raters, kinds, weights)
+        rows += _leave_one_out_rows(part, label, subset_kind, subset, bootstrap, seed)
+        rows += _group_rows(matrix, coder, label, subset_kind, subset, raters, kinds, weights)
+        if task is not None:
+            task.advance()
+            task.check_cancel()
     rows += _localizability_rows(ratings, seed, bootstrap)
     if retest is not None and not retest.empty:
         rows += _retest_rows(ratings, retest, bootstrap, seed)
+    if task is not None:
+        task.advance()
     table = pd.DataFrame(rows, columns=COEFFICIENT_COLUMNS)
     table = table.astype({"value": float, "ci_low": float, "ci_high": float, "n_units": int, "n_raters": int})
     return apply_minimums(table)

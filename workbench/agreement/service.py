@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -13,6 +14,9 @@ from storage import Store
 from workbench.agreement import minimums, stats
 from workbench.agreement.analysis import UNDEFINED, compute_coefficients
 from workbench.agreement.report import Manifest, check_bundle_target, write_bundle, write_bundle_into
+
+if TYPE_CHECKING:
+    from workbench.tasks import TaskContext
 from workbench.agreement.units import load_ratings
 from workbench.errors import InputError
 
@@ -153,6 +157,7 @@ def export_agreement(
     category_roots: Mapping[str, str] | None = None,
     alm_model: str | None = None,
     replace: bool = False,
+    task: TaskContext | None = None,
 ) -> Manifest:
     """Write the agreement bundle of a project into ``out_dir``.
 
@@ -173,6 +178,9 @@ def export_agreement(
         The ALM whose judged reasoning is studied (default: that of the latest judge run).
     replace
         Replace an earlier agreement bundle in ``out_dir`` (``--force``).
+    task
+        Progress and cancel of the bootstrap (the long part); a cancel writes nothing and
+        leaves an earlier bundle in ``out_dir`` as it was.
 
     Returns
     -------
@@ -187,7 +195,8 @@ def export_agreement(
     if data.ratings.empty:
         raise InputError("the project has no judge or expert ratings yet; run `aglw judge` or record labels first")
     coefficients = compute_coefficients(
-        data.ratings, data.clips, category_roots=category_roots, bootstrap=bootstrap, seed=seed, retest=data.retest
+        data.ratings, data.clips, category_roots=category_roots, bootstrap=bootstrap, seed=seed, retest=data.retest,
+        task=task,
     )
     extra = _error_mode_tables(store, data)
     return write_bundle_into(
