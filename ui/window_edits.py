@@ -7,6 +7,7 @@ attributes named below), split from it to keep that file to the window's frame.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtWidgets import QHBoxLayout, QMessageBox, QPushButton, QWidget
@@ -104,21 +105,15 @@ class EditsMixin:
         return True
 
     def undo(self) -> None:
-        try:
-            command = self.stack.undo()
-        except WriteFailed as exc:
-            self._show_write_error(str(exc))
-            return
-        except ConflictError as exc:
-            self._show_conflict(exc)
-            return
-        if command is not None:
-            self.show_status(f"undone: {command.description}")
-            self._refresh(command)
+        self._step(self.stack.undo, "undone")
 
     def redo(self) -> None:
+        self._step(self.stack.redo, "redone")
+
+    def _step(self, step: Callable[[], Command | None], verb: str) -> None:
+        """Undo or redo one command: a failed write is kept pending, a conflict is shown."""
         try:
-            command = self.stack.redo()
+            command = step()
         except WriteFailed as exc:
             self._show_write_error(str(exc))
             return
@@ -126,7 +121,7 @@ class EditsMixin:
             self._show_conflict(exc)
             return
         if command is not None:
-            self.show_status(f"redone: {command.description}")
+            self.show_status(f"{verb}: {command.description}")
             self._refresh(command)
 
     def retry_pending(self) -> None:
