@@ -15,7 +15,7 @@ from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
 from storage.models import Prediction
-from workbench.metrics.distance import record_distance_km, record_refused
+from workbench.metrics.distance import record_distance_and_refused
 
 # Rows are inserted in batches so that a large result file never sits in memory as one list.
 INSERT_BATCH = 500
@@ -73,13 +73,14 @@ def prediction_row(
         whether any predicted field is a refusal value.
     """
     row: dict[str, Any] = {name: values.get(name) for name in _STORED_FIELDS}
+    distance, refused = record_distance_and_refused(values)
     row.update(
         alm_run_id=alm_run_id,
         clip_id=clip_id,
         question_id=question_id,
         line_no=line_no,
-        distance_error_km=record_distance_km(values),
-        refused=record_refused(values),
+        distance_error_km=distance,
+        refused=refused,
     )
     return row
 
@@ -99,6 +100,8 @@ def insert_predictions(session: Session, rows: Iterable[dict[str, Any]]) -> int:
     int
         How many rows were inserted.
     """
+    # SQLAlchemy's executemany (Python-side defaults, type conversions, every driver). Sending
+    # tuples to the driver by hand saved ~6 % of P5 and was not worth a second insert path.
     statement = insert(Prediction.__table__)
     batch: list[dict[str, Any]] = []
     count = 0

@@ -12,7 +12,7 @@ profile, and aggregated per group with array operations. The formulas themselves
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,21 +32,57 @@ def _objects(values: list[Any]) -> np.ndarray:
     return array
 
 
-def _codes(series: pd.Series) -> tuple[np.ndarray, list[Any]] | None:
+def _codes(series: pd.Series | np.ndarray) -> tuple[np.ndarray, list[Any]] | None:
     """Integer codes and distinct values of a text column; None when it holds anything but text
     and missing values (hashing would merge 1, 1.0 and True, whose text differs)."""
-    if pd.api.types.infer_dtype(series, skipna=True) not in ("string", "empty"):
+    try:
+        codes, uniques = pd.factorize(series, use_na_sentinel=True)
+    except TypeError:  # unhashable values
         return None
-    codes, uniques = pd.factorize(series, use_na_sentinel=True)
-    return codes, list(uniques)
+    # Checked on the distinct values (missing ones carry code -1): cheaper than on every row.
+    distinct = list(uniques)
+    if not all(isinstance(value, str) for value in distinct):
+        return None
+    return codes, distinct
 
 
-def map_values(series: pd.Series, fn: Callable[[Any], Any]) -> np.ndarray:
+class RecordColumns:
+    """Raw columns of result records as object arrays, each converted once on first use.
+
+    The source is a DataFrame (:func:`workbench.metrics.core.compute_metrics`) or a mapping of
+    column name -> array: the leaderboard hands over the rows it read from the store column by
+    column, as building a DataFrame of tens of thousands of rows cost it as much as the metrics.
+    """
+
+    def __init__(self, source: pd.DataFrame | Mapping[str, np.ndarray]) -> None:
+        self._source = source
+        self._arrays: dict[str, np.ndarray] = {}
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._source
+
+    def __len__(self) -> int:
+        if isinstance(self._source, pd.DataFrame):
+            return len(self._source)
+        return len(next(iter(self._source.values()))) if self._source else 0
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name not in self._arrays:
+            column = self._source[name]
+            self._arrays[name] = column.to_numpy(dtype=object) if isinstance(column, pd.Series) else column
+        return self._arrays[name]
+
+    def subset(self, mask: np.ndarray, names: Sequence[str]) -> RecordColumns:
+        """The rows where ``mask`` holds, of the named columns."""
+        return RecordColumns({name: self[name][mask] for name in names if name in self})
+
+
+def map_values(series: pd.Series | np.ndarray, fn: Callable[[Any], Any]) -> np.ndarray:
     """``fn`` of every value of a column, calling ``fn`` once per distinct value.
 
     Parameters
     ----------
-    series : pandas.Series
+    series : pandas.Series or numpy.ndarray
         Raw values; text columns (with missing values) are factorized, others mapped row by row.
     fn : callable
         A per-value formula that treats every missing marker alike (None, NaN, ``pd.NA``).
@@ -65,7 +101,9 @@ def map_values(series: pd.Series, fn: Callable[[Any], Any]) -> np.ndarray:
     return table[codes]
 
 
-def map_pairs(first: pd.Series, second: pd.Series, fn: Callable[[Any, Any], Any]) -> np.ndarray:
+def map_pairs(
+    first: pd.Series | np.ndarray, second: pd.Series | np.ndarray, fn: Callable[[Any, Any], Any]
+) -> np.ndarray:
     """``fn`` of every row's pair of values, once per distinct pair."""
     a, b = _codes(first), _codes(second)
     if a is None or b is None:
@@ -79,22 +117,31 @@ def map_pairs(first: pd.Series, second: pd.Series, fn: Callable[[Any, Any], Any]
     return table[inverse.reshape(-1)]
 
 
-def _rejections(records: pd.DataFrame, keys: _Keys) -> np.ndarray:
+def _rejections(records: RecordColumns, keys: _Keys) -> np.ndarray:
     """Per row: any predicted field is a refusal value. The flag stored at import (column
     ``refused``) where there is one, else computed from the row's predicted fields."""
-    if "refused" not in records.columns:
+    if "refused" not in records:
         return np.logical_or.reduce([keys.refused(name) for name in core.PREDICTED_FIELDS])
     result = np.zeros(len(records), dtype=bool)
-    stored = records["refused"].to_numpy(dtype=object)
+    stored = records["refused"]
     todo = pd.isna(stored)
     result[~todo] = stored[~todo].astype(bool)
     if todo.any():
-        rows = _Keys(records[todo])
+        rows = _Keys(records.subset(todo, core.PREDICTED_FIELDS))
         result[todo] = np.logical_or.reduce([rows.refused(name) for name in core.PREDICTED_FIELDS])
     return result
 
 
-def _distances(records: pd.DataFrame) -> np.ndarray:
+def _floats(values: np.ndarray) -> np.ndarray:
+    """A numeric column as floats, NaN where missing or not a number (a copy)."""
+    # Numbers and missing values (all the store holds) convert directly; anything else, e.g.
+    # text in a hand-made row, goes through pandas' coercion.
+    if pd.api.types.infer_dtype(values, skipna=True) in ("floating", "integer", "mixed-integer-float", "empty"):
+        return np.array(values, dtype=float)
+    return pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=float, na_value=np.nan, copy=True)
+
+
+def _distances(records: RecordColumns) -> np.ndarray:
     """Distance error per row (NaN when undefined): the value stored at import where there is
     one, else computed from the row's coordinates.
 
@@ -104,9 +151,8 @@ def _distances(records: pd.DataFrame) -> np.ndarray:
     undefined rows are rare.
     """
     n = len(records)
-    if "distance_error_km" in records.columns:
-        stored = pd.to_numeric(records["distance_error_km"], errors="coerce")
-        distances = stored.to_numpy(dtype=float, na_value=np.nan, copy=True)
+    if "distance_error_km" in records:
+        distances = _floats(records["distance_error_km"])
     else:
         distances = np.full(n, np.nan)
     todo = np.flatnonzero(np.isnan(distances))
@@ -128,8 +174,8 @@ class MetricInputs:
     def __len__(self) -> int:
         return len(self.columns["distance"])
 
-    def take(self, index: np.ndarray) -> MetricInputs:
-        """The rows at these positions."""
+    def take(self, index: np.ndarray | slice) -> MetricInputs:
+        """The rows at these positions (a slice gives views, not copies)."""
         return MetricInputs({name: values[index] for name, values in self.columns.items()})
 
 
@@ -138,7 +184,7 @@ class _Keys:
     so that accuracy is an integer comparison. Each column is factorized once, whatever the
     number of profiles reading it."""
 
-    def __init__(self, records: pd.DataFrame) -> None:
+    def __init__(self, records: RecordColumns) -> None:
         self.records = records
         self._coded: dict[str, tuple[np.ndarray, list[Any]] | None] = {}
 
@@ -191,15 +237,17 @@ class _Keys:
         return table[codes]
 
 
-def metric_inputs(records: pd.DataFrame, profiles: Sequence[str] = core.PROFILES) -> MetricInputs:
+def metric_inputs(
+    records: pd.DataFrame | Mapping[str, np.ndarray], profiles: Sequence[str] = core.PROFILES
+) -> MetricInputs:
     """Per-row quantities the metrics aggregate, for the given profiles.
 
     Parameters
     ----------
-    records : pandas.DataFrame
+    records : pandas.DataFrame or mapping of str to numpy.ndarray
         Result records with :data:`workbench.metrics.core.REQUIRED_COLUMNS` and optionally
         ``distance_error_km`` and ``refused`` (stored at import; missing values are computed
-        from the record's fields).
+        from the record's fields); a mapping holds one object array per column.
     profiles : sequence of str
         Profiles whose country and continent keys are wanted.
 
@@ -210,11 +258,12 @@ def metric_inputs(records: pd.DataFrame, profiles: Sequence[str] = core.PROFILES
         ``city_true``/``city_pred`` and ``{profile}_country_true``, ... (ids of the case-folded
         comparison keys, equal ids for equal keys; -1 when missing after normalisation).
     """
-    keys = _Keys(records)
+    table = RecordColumns(records)
+    keys = _Keys(table)
     cities: dict[str, int] = {}
     columns: dict[str, np.ndarray] = {
-        "distance": _distances(records),
-        "refused": _rejections(records, keys),
+        "distance": _distances(table),
+        "refused": _rejections(table, keys),
         "city_true": keys.ids("true_city", core._city_key, cities),
         "city_pred": keys.ids("predicted_city", core._city_key, cities),
     }

@@ -56,6 +56,8 @@ def is_refusal(value: Any) -> bool:
         True when the value is missing/NaN or its stripped lower-cased text is one of
         ``0, -1, "", null, none, n/a, na, unknown, unable, cannot, 0.0``.
     """
+    if type(value) is str:  # the raw text of a result record: the common case, checked first
+        return value.strip().lower() in REFUSAL_STRINGS
     if is_missing(value):
         return True
     # str() keeps a JSON 0.0 as "0.0", which AGL1K's refusal list names explicitly.
@@ -75,6 +77,15 @@ def parse_coordinate(value: Any) -> float | None:
     float or None
         The finite float value, or None when it is missing, not numeric or not finite.
     """
+    # Floats and text first: what a record holds, and cheaper to tell than numbers.Real.
+    if type(value) is float:
+        return value if math.isfinite(value) else None
+    if type(value) is str:
+        try:
+            number = float(value.strip())
+        except ValueError:
+            return None
+        return number if math.isfinite(number) else None
     if is_missing(value) or isinstance(value, bool):
         return None
     # numpy's scalar types register themselves as numbers.Real.
@@ -105,6 +116,11 @@ def prediction_error_km(true_lat: Any, true_lon: Any, pred_lat: Any, pred_lon: A
     """
     if is_refusal(pred_lat) or is_refusal(pred_lon):
         return REFUSAL_DISTANCE_KM
+    return _geodesic_km(true_lat, true_lon, pred_lat, pred_lon)
+
+
+def _geodesic_km(true_lat: Any, true_lon: Any, pred_lat: Any, pred_lon: Any) -> float | None:
+    """:func:`prediction_error_km` once the predicted coordinates are known not to be refusals."""
     coords = [parse_coordinate(v) for v in (true_lat, true_lon, pred_lat, pred_lon)]
     if any(c is None for c in coords):
         return None
@@ -145,3 +161,14 @@ def record_distance_km(values: Any) -> float | None:
         values.get("predicted_latitude"),
         values.get("predicted_longitude"),
     )
+
+
+def record_distance_and_refused(values: Any) -> tuple[float | None, bool]:
+    """:func:`record_distance_km` and :func:`record_refused` of a result record at once, each
+    predicted field tested for a refusal once (an import does this for every record)."""
+    lat, lon = values.get("predicted_latitude"), values.get("predicted_longitude")
+    lat_refused, lon_refused = is_refusal(lat), is_refusal(lon)
+    refused = lat_refused or lon_refused or any(is_refusal(values.get(name)) for name in PREDICTED_FIELDS[2:])
+    if lat_refused or lon_refused:
+        return REFUSAL_DISTANCE_KM, refused
+    return _geodesic_km(values.get("true_latitude"), values.get("true_longitude"), lat, lon), refused

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -89,33 +91,67 @@ def _fetch(session: Any, query: Any) -> list[tuple]:
         cursor.close()
 
 
-def _metric_records(store: Store, *, human_sounds: bool) -> pd.DataFrame:
+@dataclass(frozen=True)
+class _MetricRecords:
+    """Every stored record's metric columns (object arrays, in no particular order) and the
+    rank of its model in the alphabetical order of :attr:`models`."""
+
+    columns: dict[str, np.ndarray]
+    model_rank: np.ndarray
+    models: list[str]
+
+
+def _metric_records(store: Store, *, human_sounds: bool) -> _MetricRecords:
     """Every stored record's metric columns, in no particular order.
 
     The distance error and the rejection flag are read as stored at import, from the covering
     index ``ix_prediction_metrics``; the coordinates they derive from are read (from the table,
     whose rows hold the long texts) only when some row lacks a stored value (written before
     migration 0003 or by hand). The linked clip's ``human_sounds`` only when asked (grouping
-    by speech).
+    by speech). No DataFrame and no ORM rows are built: the DB-API rows become one object
+    array per column, which is what the metrics read.
     """
     read = [name for name in _RECORD_COLUMNS if name not in _COORDINATES] + ["refused"]
     unstored = or_(Prediction.distance_error_km.is_(None), Prediction.refused.is_(None))  # type: ignore[union-attr]
     with store.session() as session:
-        models = {run_id: name for run_id, name in session.execute(select(AlmRun.id, AlmRun.model))}
+        runs = dict(session.execute(select(AlmRun.id, AlmRun.model)).all())
         lacking = session.execute(select(Prediction.id).where(unstored).limit(1)).first() is not None
         if lacking:
             read += list(_COORDINATES)
-        query = select(Prediction.alm_run_id, *(getattr(Prediction, name) for name in read))
-        names = ["alm_run_id", *read]
+        # The row id sits in every index: reading it keeps the scan on the covering index.
+        names = ["id", "alm_run_id", *read]
+        rows = _fetch(session, select(*(getattr(Prediction, name) for name in names)))
         if human_sounds:
-            query = query.add_columns(Clip.human_sounds).outerjoin(Clip, Clip.id == Prediction.clip_id)
-            names.append("human_sounds")
-        frame = pd.DataFrame(_fetch(session, query), columns=names, dtype=object)
+            # Joining the clip would read the table rows (the covering index has no clip id);
+            # the clip links come from their own index instead, and are matched by row id.
+            links = _fetch(session, select(Prediction.id, Prediction.clip_id))
+            sounds = dict(_fetch(session, select(Clip.id, Clip.human_sounds)))
+    table = np.empty((len(rows), len(names)), dtype=object)
+    if rows:
+        table[:] = rows
+    columns = {name: table[:, index] for index, name in enumerate(names)}
     if not lacking:
         for name in _COORDINATES:
-            frame[name] = None
-    frame.insert(0, "model", frame["alm_run_id"].map(models))
-    return frame
+            columns[name] = np.full(len(rows), None, dtype=object)
+    if human_sounds:
+        # In row id order, the order the join with the clips read them in: a sum over the same
+        # values in another order may differ in its last digit.
+        by_id = np.argsort(columns["id"].astype(np.int64), kind="stable")
+        columns = {name: values[by_id] for name, values in columns.items()}
+        clip_of = dict(links)
+        columns["human_sounds"] = np.empty(len(rows), dtype=object)
+        columns["human_sounds"][:] = [sounds.get(clip_of.get(row_id)) for row_id in columns["id"].tolist()]
+    del columns["id"]
+    models = sorted(set(runs.values()))
+    rank_of_run = {run_id: models.index(model) for run_id, model in runs.items()}
+    run_ids, inverse = np.unique(columns.pop("alm_run_id").astype(np.int64), return_inverse=True)
+    # A record of no known run (impossible through the foreign key) is left out, as before.
+    ranks = np.array([rank_of_run.get(run_id, -1) for run_id in run_ids.tolist()], dtype=np.int64)[inverse.reshape(-1)]
+    known = ranks >= 0
+    if not known.all():
+        columns = {name: values[known] for name, values in columns.items()}
+        ranks = ranks[known]
+    return _MetricRecords(columns, ranks, models)
 
 
 def _check_profile(profile: str) -> None:
@@ -153,24 +189,58 @@ def model_metrics(store: Store, model: str, profile: Profile = "agl1k") -> dict[
     return compute_metrics(records, profile, model=model)
 
 
-def _group_labels(records: pd.DataFrame, profile: str, by: str) -> pd.Series:
+def _group_labels(records: Mapping[str, np.ndarray], profile: str, by: str) -> np.ndarray:
     """Each record's group: speech or not (linked clip's ``human_sounds``), or the true
     continent in the profile's sense; computed once per distinct value."""
     if by == "speech":
-        human_sounds = pd.to_numeric(records["human_sounds"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        human_sounds = pd.to_numeric(pd.Series(records["human_sounds"], dtype=object), errors="coerce").to_numpy(
+            dtype=float, na_value=np.nan
+        )
         labels = np.where(human_sounds >= SPEECH_THRESHOLD, SPEECH, NO_SPEECH).astype(object)
         labels[np.isnan(human_sounds)] = NO_CLIP
-    elif profile == "iso":
-        labels = map_pairs(
+        return labels
+    if profile == "iso":
+        return map_pairs(
             records["true_country"],
             records["true_continent"],
             lambda country, continent: continent_of_iso(country_iso(country))
             or normalize_continent_agl1k(continent)
             or NO_CONTINENT,
         )
+    return map_values(records["true_continent"], lambda v: normalize_continent_agl1k(v) or NO_CONTINENT)
+
+
+_Slices = list[tuple[int, str | None, slice]]  # (model rank, group, rows)
+
+
+def _groups(model_rank: np.ndarray, labels: np.ndarray | None) -> tuple[np.ndarray, _Slices]:
+    """The row order that puts each (model, group) together, and each one's slice of it.
+
+    The order is stable: within a slice the rows keep their order, so every sum runs over the
+    same values in the same order as when each model's rows were picked out one by one (the
+    figures stay identical to the last digit).
+    """
+    if labels is None:
+        group_names: list[str | None] = [None]
+        key = model_rank
     else:
-        labels = map_values(records["true_continent"], lambda v: normalize_continent_agl1k(v) or NO_CONTINENT)
-    return pd.Series(labels, index=records.index, dtype=object)
+        codes, uniques = pd.factorize(labels)
+        # Groups in sorted order of their names, as pandas' groupby gave them.
+        ranking = sorted(range(len(uniques)), key=lambda code: uniques[code])
+        group_names = [uniques[code] for code in ranking]
+        rank_of_code = np.empty(len(uniques), dtype=np.int64)
+        rank_of_code[ranking] = np.arange(len(uniques))
+        key = model_rank * len(group_names) + rank_of_code[codes]
+    order = np.argsort(key, kind="stable")
+    width = len(group_names)
+    counts = np.bincount(key, minlength=1).tolist()
+    slices: _Slices = []
+    start = 0
+    for k, count in enumerate(counts):
+        if count:
+            slices.append((k // width, group_names[k % width], slice(start, start + count)))
+        start += count
+    return order, slices
 
 
 def leaderboard(
@@ -207,18 +277,20 @@ def leaderboard(
     records = _metric_records(store, human_sounds=by == "speech")
     columns = list(METRIC_KEYS) if by is None else ["group", *METRIC_KEYS]
     # The per-record work (distinct values normalised once) is done once for every model and
-    # profile; each group is then a handful of array operations.
-    inputs = metric_inputs(records, profiles)
+    # profile; the rows are then ordered by model and group once per profile, and each group
+    # is a handful of array operations on a slice.
+    inputs = metric_inputs(records.columns, profiles)
     rows: list[dict[str, Any]] = []
-    for model, model_index in records.groupby("model", sort=True).indices.items():
-        model_inputs = inputs.take(model_index)
-        for name in profiles:
-            if by is None:
-                rows.append(metrics_of(model_inputs, name, str(model)))
-                continue
-            labels = _group_labels(records.iloc[model_index], name, by)
-            for group, group_index in labels.groupby(labels, sort=True).indices.items():
-                rows.append({"group": group, **metrics_of(model_inputs.take(group_index), name, str(model))})
+    grouping: tuple[np.ndarray, _Slices] | None = None
+    for name in profiles:
+        if grouping is None or by == "continent":  # the speech groups are the same in both profiles
+            labels = None if by is None else _group_labels(records.columns, name, by)
+            grouping = _groups(records.model_rank, labels)
+        order, slices = grouping
+        ordered = inputs.take(order)
+        for rank, group, rows_of_group in slices:
+            metrics = metrics_of(ordered.take(rows_of_group), name, records.models[rank])
+            rows.append(metrics if by is None else {"group": group, **metrics})
     table = pd.DataFrame(rows, columns=columns)
     sort_keys = (["group"] if by is not None else []) + ["profile", "distance_error_km", "model"]
     return table.sort_values(sort_keys, kind="stable", na_position="last").reset_index(drop=True)
