@@ -8,20 +8,26 @@ Target of issue 15: the full open ≤ 1.4 × decode-only.
 The full open is measured on the code path the application uses,
 :func:`workbench.audio.service.open_clip` (:func:`workbench.audio.opening.open_audio`, which
 the review window's worker calls too): one decode on a helper thread whose blocks feed the
-playback buffer, the pyramid (written to a fresh, empty cache, as on a first open) and the
-direction map as they arrive, the direction map on a third thread when the process has a
-second core (the other mode is printed too). For comparison, the path the review window took
-before issue 15 is timed as well: the pyramid streamed from the file, then a second decode for
-playback and the direction map on it. The clip is
-opened as ``binaural`` so that the direction map is the GCC-PHAT one (the detected ``stereo``
-layout only needs a level panorama; it is printed too). Decode-only and full-open runs alternate
-so that both see the same machine load; medians are reported.
+playback buffer, the pyramid and the direction map as they arrive, the direction map on a third
+thread when the process has a second core (the other mode is printed too). The pyramid goes to a
+fresh, empty cache, as on a first open, written behind as the review window writes it: the open
+is timed until the clip is handed over; how long the entry took to reach the disk after that is
+printed, and is waited for (untimed) before the next run. For comparison, the path the review
+window took before issue 15 is timed as well: the pyramid streamed from the file, then a second
+decode for playback and the direction map on it. The clip is opened as ``binaural`` so that the
+direction map is the GCC-PHAT one (the detected ``stereo`` layout only needs a level panorama; it
+is printed too). Decode-only and full-open runs alternate so that both see the same machine load;
+medians are reported, with the load average and the median over the pairs during which the rest
+of the machine kept at most a quarter of a core busy (/proc/stat). On a 2-core machine the ratio
+depends on the load more than on anything else: with other processes on one core the open's
+threads share the other, and the ratio tends to its CPU time over the decode's (~2.4 ×).
 
 Run: ``.venv/bin/python bench/bench_p1_open_clip.py [REPEATS]`` (default 5).
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import tempfile
@@ -45,11 +51,31 @@ def _median_time(function: Callable[[], Any], repeats: int) -> tuple[float, Any]
     return statistics.median(times), result
 
 
+def _machine_busy_s() -> float:
+    """CPU seconds the whole machine has been busy (Linux /proc/stat; NaN elsewhere)."""
+    try:
+        with open("/proc/stat", encoding="ascii") as handle:
+            ticks = [int(x) for x in handle.readline().split()[1:]]
+    except (OSError, ValueError):
+        return float("nan")
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def _timed(function: Callable[[], Any]) -> tuple[float, float, float, Any]:
+    """Wall and CPU seconds (all threads) of ``function()``, the cores the rest of the machine
+    kept busy meanwhile (NaN where unknown), and its result."""
+    busy, cpu, start = _machine_busy_s(), time.process_time(), time.perf_counter()
+    result = function()
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
+    return elapsed, cpu, max(_machine_busy_s() - busy - cpu, 0.0) / elapsed, result
+
+
 def _ms(seconds: float) -> str:
     return f"{seconds * 1000:8.1f} ms"
 
 
 def main(repeats: int = 5) -> int:
+    load_at_start = tuple(round(x, 2) for x in os.getloadavg())
     if not CLIP.exists():
         print(f"skipped: {CLIP} is absent (the shared reference material)")
         return 0
@@ -58,45 +84,61 @@ def main(repeats: int = 5) -> int:
     from workbench.audio.direction import analyze_samples, gcc_phat_frames
     from workbench.audio.loader import content_hash, load_audio
     from workbench.audio.service import open_clip
-    from workbench.audio.spectrogram import SpectrogramParams, compute_pyramids
+    from workbench.audio.spectrogram import SpectrogramParams, compute_pyramids, wait_for_cache_writes
 
     params = SpectrogramParams()
+    behind_times: list[float] = []
 
-    def open_cold(layout: str | None, parallel: bool | None = None) -> Any:
+    def timed_open_cold(layout: str | None, parallel: bool | None = None) -> tuple[float, float, float, Any]:
+        # Timed (see _timed) from the call until the clip is handed over. The new cache entry
+        # is written behind, as the review window writes it; waiting for it and removing the
+        # cache folder are not part of the open.
         with tempfile.TemporaryDirectory() as cache:
-            return open_clip(CLIP, layout=layout, params=params, cache_dir=Path(cache), parallel=parallel)
+            timed = _timed(lambda: open_clip(
+                CLIP, layout=layout, params=params, cache_dir=Path(cache), parallel=parallel, write_behind=True
+            ))
+            start = time.perf_counter()
+            wait_for_cache_writes()
+            behind_times.append(time.perf_counter() - start)
+        return timed
 
     # Warm-up: imports, page cache, FFT plans, thread pool.
     audio = load_audio(CLIP)
-    open_cold("binaural")
+    timed_open_cold("binaural")
     gcc_phat_frames(audio.samples[:, 0], audio.samples[:, 1], audio.sample_rate)
 
     # Decode-only, the default full open and the full open in the other mode alternate, so that
     # all see the same load.
     decode_times: list[float] = []
+    decode_cpu_times: list[float] = []
+    open_cpu_times: list[float] = []
     open_times: list[float] = []
+    quiet_ratios: list[float] = []  # pairs where the rest of the machine kept <= 0.25 core busy
     other_mode_times: list[float] = []
     stage_times: dict[str, list[float]] = {}
     modes: list[bool] = []
     for _ in range(repeats):
-        start = time.perf_counter()
-        load_audio(CLIP)
-        decode_times.append(time.perf_counter() - start)
-        start = time.perf_counter()
-        opened = open_cold("binaural")
-        open_times.append(time.perf_counter() - start)
+        decode_wall, decode_cpu, decode_others, _ = _timed(lambda: load_audio(CLIP))
+        decode_times.append(decode_wall)
+        decode_cpu_times.append(decode_cpu)
+        elapsed, cpu, others, opened = timed_open_cold("binaural")
+        open_times.append(elapsed)
+        open_cpu_times.append(cpu)
+        if max(decode_others, others) <= 0.25:
+            quiet_ratios.append(elapsed / decode_wall)
         for key, value in opened.timings.items():
             stage_times.setdefault(key, []).append(value)
         modes.append(bool(opened.timings["parallel"]))
-        start = time.perf_counter()
-        open_cold("binaural", parallel=not modes[-1])
-        other_mode_times.append(time.perf_counter() - start)
+        other_mode_times.append(timed_open_cold("binaural", parallel=not modes[-1])[0])
     decode_s = statistics.median(decode_times)
     open_s = statistics.median(open_times)
+    open_cpu_s, decode_cpu_s = statistics.median(open_cpu_times), statistics.median(decode_cpu_times)
     other_mode_s = statistics.median(other_mode_times)
     n_parallel = sum(modes)
     raw_s, _ = _median_time(lambda: sf.read(str(CLIP), dtype="float32"), 3)
-    stereo_s, stereo = _median_time(lambda: open_cold(None), 3)
+    behind_s = statistics.median(behind_times)
+    stereo_runs = [timed_open_cold(None) for _ in range(3)]
+    stereo_s, stereo = statistics.median(run[0] for run in stereo_runs), stereo_runs[-1][3]
 
     # Each stage alone on the decoded audio, one after the other (the old-style breakdown).
     left, right = audio.samples[:, 0], audio.samples[:, 1]
@@ -136,6 +178,8 @@ def main(repeats: int = 5) -> int:
         return statistics.median(stage_times.get(key, [0.0]))
 
     n_frames, n_channels = audio.samples.shape
+    load_at_end = tuple(round(x, 2) for x in os.getloadavg())
+    print(f"load average (1, 5, 15 min) at the start: {load_at_start}, at the end: {load_at_end}")
     print(f"clip: {CLIP.name}, {n_frames / audio.sample_rate:.1f} s, {n_channels} ch, {audio.sample_rate} Hz; "
           f"medians of {repeats} (alternating runs) or 3")
     print(f"decode only (soundfile.read):                 {_ms(raw_s)}")
@@ -152,8 +196,13 @@ def main(repeats: int = 5) -> int:
           f"{open_s / decode_s:.2f} x decode-only (target <= 1.4 x; quality bar <= 3 x)")
     print(f"  direction on its own thread in {n_parallel} of {repeats} opens (whenever the process has two cores); "
           f"last block decoded at {_ms(stage('decode'))}; time in pyramid + envelope {_ms(stage('pyramid'))}, "
-          f"in direction {_ms(stage('direction'))}, hash + cache lookup {_ms(stage('hash'))}, "
-          f"cache write {_ms(stage('cache_write'))}")
+          f"in direction {_ms(stage('direction'))}, hash + cache lookup {_ms(stage('hash'))}; "
+          f"the cache entry was on disk {_ms(behind_s)} after the open returned (written behind)")
+    quiet = f"median {statistics.median(quiet_ratios):.2f} x" if quiet_ratios else "none"
+    print(f"  in the {len(quiet_ratios)} of {repeats} pairs (decode-only, full open) during which the rest of the machine "
+          f"kept <= 0.25 core busy: {quiet}")
+    print(f"  CPU time (all threads) of the full open {_ms(open_cpu_s)} vs the decode-only's {_ms(decode_cpu_s)}: "
+          f"{open_cpu_s / decode_cpu_s:.2f} x (what the ratio tends to when the open gets one core)")
     print(f"full open forced to the other mode ({'one thread' if n_parallel * 2 > repeats else 'side by side'}): "
           f"{_ms(other_mode_s)} = {other_mode_s / decode_s:.2f} x decode-only")
     print(f"full open, detected layout ({stereo.direction.layout if stereo.direction else 'none'}: level panorama + ILD): "

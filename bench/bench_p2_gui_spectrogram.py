@@ -1,7 +1,9 @@
 """P2: GUI clip selected → spectrogram painted (cold and cached), and scroll/zoom repaint times.
 
 Offscreen. Uses the 140 s stereo MP3 from ../shared/media when present (else prints a skip).
-Target (quality-bar.md): ≤ 300 ms cold, ≤ 50 ms cached, ≤ 16 ms median per scroll/zoom step.
+Target (quality-bar.md): ≤ 300 ms cold, ≤ 50 ms cached, ≤ 16 ms median per scroll/zoom step;
+issue 15 asks for ≤ 200 ms cold. On a 2-core machine a cold open is CPU-bound: whatever else runs
+meanwhile (other processes, the window's other reads on a clip change) adds to it.
 
 What is measured is the path a user triggers: ``window.open_clip`` (what selecting a row in
 the clip browser calls) with the real background loader (a worker thread; ``--sync`` runs the
@@ -173,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         store.dispose()
         mode = "inline job (--sync)" if args.sync else "worker thread"
         print(f"P2 clip: {recordings[0].name} ({mode}; plot area {plot_size.width()}×{plot_size.height()} px)")
-        print(f"P2 cold: clip selected → spectrogram painted {cold * 1000:.0f} ms (target ≤ 300 ms); "
+        print(f"P2 cold: clip selected → spectrogram painted {cold * 1000:.0f} ms (target ≤ 300 ms; issue 15: ≤ 200 ms); "
               f"decode alone {decode * 1000:.0f} ms (ratio {cold / decode:.1f})")
         if cold_next is not None:
             print(f"P2 cold, next clip ({recordings[1].name}, not cached either; the process has opened one clip): "

@@ -149,6 +149,23 @@ def test_open_clip_decodes_once_and_matches_each_stage(tmp_path: Path) -> None:
     assert not (tmp_path / "unused").exists()
 
 
+def test_open_clip_can_write_the_cache_behind(tmp_path: Path) -> None:
+    from workbench.audio.service import open_clip
+    from workbench.audio.spectrogram import SpectrogramParams, wait_for_cache_writes
+
+    path = _tone(tmp_path / "pair.wav", 0.3, seconds=2.0)
+    params = SpectrogramParams(n_fft=512, hop=128)
+    cache = tmp_path / "cache"
+    opened = open_clip(path, layout="binaural", params=params, cache_dir=cache, write_behind=True)
+    assert opened.computed_pyramids and "cache_write" not in opened.timings  # not waited for
+    wait_for_cache_writes()
+    assert len([entry for entry in cache.iterdir() if not entry.name.startswith(".tmp-")]) == 1
+    again = open_clip(path, layout="binaural", params=params, cache_dir=cache, write_behind=True)
+    assert not again.computed_pyramids
+    for got, want in zip(again.pyramid.levels, opened.pyramid.levels):
+        np.testing.assert_array_equal(got, want)
+
+
 def test_open_clip_without_direction_information(tmp_path: Path) -> None:
     from workbench.audio.service import open_clip
 
@@ -174,6 +191,23 @@ def test_open_clip_side_by_side_equals_one_after_the_other(tmp_path: Path) -> No
     assert both.timings["parallel"] == 1.0 and one.timings["parallel"] == 0.0
     assert both.direction == one.direction and both.direction is not None
     np.testing.assert_array_equal(both.pyramid.levels[0], one.pyramid.levels[0])
+
+
+def test_open_clip_runs_the_direction_beside_at_a_lower_priority(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    import workbench.audio.opening as opening
+    from workbench.audio.service import open_clip
+
+    path = _tone(tmp_path / "pair.wav", 0.3, seconds=1.0)
+    lowered: list[tuple[str, int]] = []
+    monkeypatch.setattr(opening.os, "getpriority", lambda which, who: 0, raising=False)
+    monkeypatch.setattr(opening.os, "setpriority",
+                        lambda which, who, value: lowered.append((threading.current_thread().name, value)), raising=False)
+    opened = open_clip(path, layout="binaural", use_cache=False, parallel=True)
+    assert opened.timings["parallel"] == 1.0 and lowered == [("aglw-open-direction", 10)]
+    open_clip(path, layout="binaural", use_cache=False, parallel=False)
+    assert len(lowered) == 1  # one thread: nothing to lower
 
 
 def test_side_by_side_needs_a_second_core_not_an_idle_machine(monkeypatch: pytest.MonkeyPatch) -> None:

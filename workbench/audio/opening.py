@@ -161,8 +161,11 @@ def open_audio(
     spectrogram_first
         Give the direction thread a lower scheduling priority, so that on a busy machine the
         decoder and the spectrogram (the first thing the review window paints) go first and
-        the direction analysis uses what CPU they leave. False (the default) shares the CPU
-        evenly: everything is ready soonest.
+        the direction analysis uses what CPU they leave. On two cores this is also the
+        quickest full open of a file whose decode is the largest job (an MP3: the decoder
+        keeps a core instead of three busy threads sharing two), and close to the quickest
+        of one that decodes in no time (a WAV); :func:`workbench.audio.service.open_clip`
+        sets it. False (the default) shares the CPU evenly among the three threads.
     on_spectrogram
         Called with the pyramids as soon as they are ready: before the decode when cached
         (the decode waits for it to return: the review window waits there until the

@@ -43,6 +43,37 @@ def _frames_2ch(
     )
 
 
+def _smooth_length_at_least(n: int) -> int:
+    """The smallest even 2^a·3^b·5^c ≥ ``n``: pocketfft's real transforms are fastest on these
+    (lengths with factors 7 or 11, which ``next_fast_len`` also offers, run up to 25 % slower)."""
+    best = 1 << max(n - 1, 1).bit_length()
+    power5 = 1
+    while power5 < best:
+        power35 = power5
+        while power35 < best:
+            length = power35
+            while length < n or length % 2:
+                length *= 2
+            best = min(best, length)
+            power35 *= 3
+        power5 *= 5
+    return best
+
+
+def _lag_window_fft_len(frame_len: int, sample_rate: int, max_tau_s: float) -> int:
+    """FFT length of the streaming GCC-PHAT: the frame plus the lag window, not twice the frame.
+
+    A frame zero-padded to n samples gives the circular correlation, which equals the linear one
+    at every |lag| ≤ n − frame_len; the search only reads |lag| ≤ max_tau (plus the parabola's
+    neighbour), so padding by that much loses nothing it reads. The PHAT weighting then samples
+    the cross-spectrum on this grid instead of the 2×frame one of :func:`gcc_phat_frames`: τ moves
+    by a few hundredths of a sample (on the P1 recording the lateral angle by 0.03° median, 0.13°
+    at the 99th percentile), while the forward FFTs and every per-bin step cost about half.
+    """
+    guard = int(math.ceil(max_tau_s * sample_rate)) + 2
+    return _smooth_length_at_least(frame_len + guard)
+
+
 def _band_bins_or_all(band: tuple[float, float] | None, sample_rate: int, n_fft: int) -> tuple[int, int]:
     """rfft bins the whitened cross-spectrum keeps: the band's (see :func:`_band_bins`) or all."""
     return _band_bins(band, sample_rate, n_fft) if band is not None else (0, n_fft // 2 + 1)
@@ -361,7 +392,7 @@ class _PairStream:
     ) -> None:
         self.sample_rate = sample_rate
         self.frame_len = max(2, int(round(frame_s * sample_rate)))
-        self.n_fft = scipy.fft.next_fast_len(2 * self.frame_len, real=True)
+        self.n_fft = _lag_window_fft_len(self.frame_len, sample_rate, max_tau_s)
         self.window = scipy.signal.get_window("hann", self.frame_len).astype(np.float32)
         self.bins = _band_bins_or_all(band, sample_rate, self.n_fft)
         self.max_tau_s = max_tau_s
