@@ -203,7 +203,9 @@ class PlayerView(TagLaneMixin, TransportMixin, QWidget):
         self.direction_image = ArgbImageItem()
         self._direction_table = colour_table(_lut("magma"))
         self.direction_plot.addItem(self.direction_image)
-        self.direction_note = pg.TextItem("", color="#dddddd", anchor=(0, 0))
+        # On a dark backing: the note sits over the direction image's top-left corner and must stay
+        # readable over a bright trace (it says what the view cannot tell, e.g. front from back).
+        self.direction_note = pg.TextItem("", color="#dddddd", anchor=(0, 0), fill=pg.mkBrush(0, 0, 0, 220))
         self.direction_plot.addItem(self.direction_note, ignoreBounds=True)
         self.tag_segments: list[QGraphicsRectItem] = []  # one per span, with its tooltip
         self.tag_labels: list[pg.TextItem] = []  # one per span; hidden where it would overlap
