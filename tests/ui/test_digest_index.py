@@ -91,3 +91,26 @@ def test_tune_process_sets_the_switch_interval(monkeypatch: pytest.MonkeyPatch) 
         assert sys.getswitchinterval() == pytest.approx(GIL_SWITCH_INTERVAL_S)
     finally:
         sys.setswitchinterval(before)
+
+
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="transparent huge pages are Linux's")
+def test_tune_process_turns_transparent_huge_pages_off_for_the_gui_process() -> None:
+    """Checked in a process of its own, the flag first cleared (children inherit it, and this test
+    process may have set it): PR_SET_THP_DISABLE is 41, PR_GET_THP_DISABLE 42."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import ctypes\n"
+        "libc = ctypes.CDLL(None)\n"
+        "libc.prctl(41, 0, 0, 0, 0)\n"
+        "before = libc.prctl(42, 0, 0, 0, 0)\n"
+        "from ui.app import tune_process\n"
+        "tune_process()\n"
+        "print(before, libc.prctl(42, 0, 0, 0, 0))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["0", "1"]
