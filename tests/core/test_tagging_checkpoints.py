@@ -4,7 +4,6 @@ from a local HTTP server started by the test."""
 from __future__ import annotations
 
 import http.server
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import pytest
 import torch
 
 from tests.core.test_tagging_ontology import write_small_ontology
+from tests.support.fake_http import serve_folder
 from workbench.errors import InputError
 from workbench.tagging import assets
 from workbench.tagging.assets import load_checkpoint, load_default_ontology, resolve_checkpoint
@@ -92,16 +92,8 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
 def http_root(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     root = tmp_path / "www"
     root.mkdir()
-    handler = lambda *a, **k: _Handler(*a, directory=str(root), **k)  # noqa: E731
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/", root
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with serve_folder(root, _Handler) as url:
+        yield f"{url}/", root
 
 
 def test_named_checkpoint_downloads_into_cache_then_reuses_it(

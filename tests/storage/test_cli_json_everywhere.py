@@ -3,11 +3,8 @@ JSON value (cli.md). A command added without an entry here fails the coverage ch
 
 from __future__ import annotations
 
-import functools
 import json
 import shutil
-import threading
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +16,7 @@ import typer
 from tests.core.test_tagging_model import calibrated_model
 from tests.core.test_tagging_ontology import write_small_ontology
 from tests.support.fake_anthropic import FakeAnthropicAPI
+from tests.support.fake_http import serve_folder
 from cli.main import app, main
 
 KEY = "sk-ant-json-everywhere-0123456789"
@@ -194,16 +192,9 @@ def test_json_before_and_after_the_subcommand_prints_one_json_value(workspace, m
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     monkeypatch.chdir(workspace["root"])
     db = str(workspace["db"])
-    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(workspace["source"]))
-    handler.log_message = lambda *a: None  # type: ignore[attr-defined]
-    files = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=files.serve_forever, daemon=True).start()
-    workspace["source_url"] = f"http://127.0.0.1:{files.server_address[1]}"
-    try:
+    with serve_folder(workspace["source"]) as url:
+        workspace["source_url"] = url
         _run_all(workspace, db, capsys)
-    finally:
-        files.shutdown()
-        files.server_close()
 
 
 def _run_all(workspace: dict, db: str, capsys) -> None:  # type: ignore[no-untyped-def]

@@ -10,11 +10,15 @@ scripted behaviours one per request, and writes responses. An SDK under test is 
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, Self
 
 
@@ -116,3 +120,21 @@ class FakeHTTPServer:
             handler.send_header(name, value)
         handler.end_headers()
         handler.wfile.write(data)
+
+
+@contextmanager
+def serve_folder(folder: str | Path, handler: type[SimpleHTTPRequestHandler] = SimpleHTTPRequestHandler) -> Iterator[str]:
+    """Serve the files of ``folder`` on 127.0.0.1 (a download source for the code under test);
+    yields the base URL, ``http://127.0.0.1:PORT`` without a trailing slash. ``handler`` may be a
+    subclass that scripts faults (a body shorter than its Content-Length, say)."""
+    quiet = type("QuietHandler", (handler,), {"log_message": lambda self, *args: None})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(quiet, directory=str(folder)))
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, name="fake-http-files", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
