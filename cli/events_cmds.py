@@ -7,7 +7,7 @@ spatial question/answer generation and scoring. Heavy modules load when a comman
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -25,6 +25,20 @@ def _class_names(class_list: Optional[Path]) -> tuple[tuple[str, ...], str]:
     if class_list is None:
         return STARSS23_CLASSES, "starss23"
     return read_class_list(class_list), "project"
+
+
+def _existing_annotator_id(store: Any, name: str | None) -> int | None:
+    """The id of the expert --annotator names (None: everyone's events); an unknown name is an
+    error, never a new annotator (these commands only read)."""
+    if not name:
+        return None
+    from workbench.errors import InputError
+    from workbench.labels import LabelService
+
+    found = LabelService(store).find_annotator(name)
+    if found is None:
+        raise InputError(f"no annotator called {name!r} in this project")
+    return found.id
 
 
 def _check_format(fmt: str) -> None:
@@ -76,19 +90,10 @@ def events_export(
 ) -> None:
     """Write the clip's events as DCASE/STARSS23 metadata (one annotator's: --annotator when several)."""
     from workbench.events.files import export_events_file
-    from workbench.labels import LabelService
-
     _check_format(fmt)
     app = app_context(ctx)
     store = app.store()
-    annotator_id = None
-    if app.annotator:
-        found = LabelService(store).find_annotator(app.annotator)
-        if found is None:
-            from workbench.errors import InputError
-
-            raise InputError(f"no annotator called {app.annotator!r} in this project")
-        annotator_id = found.id
+    annotator_id = _existing_annotator_id(store, app.annotator)
     names, _ = _class_names(class_list)
     result = export_events_file(store, clip, out, annotator_id=annotator_id, class_names=names, force=force)
     if app.json:
@@ -150,18 +155,10 @@ def events_qa(
 ) -> None:
     """Spatial question/answer pairs generated from the annotated events (--annotator: one expert's)."""
     from workbench.events.files import write_questions
-    from workbench.labels import LabelService
 
     app = app_context(ctx)
     store = app.store()
-    annotator_id = None
-    if app.annotator:
-        found = LabelService(store).find_annotator(app.annotator)
-        if found is None:
-            from workbench.errors import InputError
-
-            raise InputError(f"no annotator called {app.annotator!r} in this project")
-        annotator_id = found.id
+    annotator_id = _existing_annotator_id(store, app.annotator)
     keys = [k.strip() for value in (clips or []) for k in value.split(",") if k.strip()]
     result = write_questions(store, keys or None, out, annotator_id=annotator_id, force=force)
     if app.json:

@@ -107,3 +107,15 @@ def test_qa_and_score_qa_on_a_synthetic_scene(sqlite_path, tmp_path, capsys) -> 
     capsys.readouterr()
     assert main(["events", "score-qa", "--questions", str(questions), "--answers", str(answers)]) == 1
     assert f"{answers}:2: not JSON" in capsys.readouterr().err
+
+
+def test_an_unknown_annotator_is_an_error_for_export_and_qa(sqlite_path, tmp_path, capsys) -> None:
+    """--annotator on the reading commands names an existing expert; a typo is one line and exit 1,
+    never an export of nobody's events (or of everyone's)."""
+    _project(sqlite_path)
+    base = ["--db", str(sqlite_path), "--annotator", "nobody"]
+    for argv in (["events", "export", "--clip", "scene_1", str(tmp_path / "e.csv")],
+                 ["events", "qa", "--out", str(tmp_path / "q.json")]):
+        assert main([*base, *argv]) == 1
+        assert "no annotator called 'nobody' in this project" in capsys.readouterr().err
+    assert not (tmp_path / "e.csv").exists() and not (tmp_path / "q.json").exists()
