@@ -140,12 +140,7 @@ class AgreementView(QWidget):
             manifest = export_agreement(store, folder, bootstrap=bootstrap, replace=True, task=context)
             return f"agreement bundle: {manifest.n_ratings} ratings written to {folder}"
 
-        # set before starting: a synchronous job (force_sync) reports before start() returns
-        self._waiting = True
-        started = self.jobs.start(JobSpec("agreement export", run))
-        if not started:
-            self._waiting = False
-        return started
+        return self._start(JobSpec("agreement export", run))
 
     def run_study_report(self) -> bool:
         """Write the study report (``aglw study report``) into ``<cache>/study-report`` as a job; its
@@ -161,11 +156,18 @@ class AgreementView(QWidget):
             report = write_report(store, folder, bootstrap=bootstrap, replace=True, task=context)
             return f"study report: {report.n_figures} figures, open {folder / 'report.html'} in a browser"
 
+        started = self._start(JobSpec("study report", run))
+        if not started:
+            self._study_to = None
+        return started
+
+    def _start(self, spec: JobSpec) -> bool:
+        """Start this view's job; its end is shown here (:meth:`_job_finished`)."""
+        # set before starting: a synchronous job (force_sync) reports before start() returns
         self._waiting = True
-        started = self.jobs.start(JobSpec("study report", run))
+        started = self.jobs.start(spec)
         if not started:
             self._waiting = False
-            self._study_to = None
         return started
 
     def _job_finished(self, status: str, message: str) -> None:
