@@ -9,10 +9,11 @@ that :meth:`AudioLoader.shutdown` cancels and joins.
 
 A job decodes the file once: the blocks fill the playback buffer and feed the spectrogram
 pyramid and the direction analysis as they arrive. The spectrogram is handed over as soon as
-it is ready (stage ``spectrogram``), before the direction analysis ends; a cached one before
-the decode starts. The job then waits until the GUI says it is on screen
-(:meth:`AudioLoader.resume`, at most :data:`RESUME_TIMEOUT_S`), so a decode does not compete
-with that paint for the CPU and the rest never arrives before it.
+it is ready (stage ``spectrogram``); a cached one before the decode starts. The job then waits
+until the GUI says it is on screen (:meth:`AudioLoader.resume`, at most
+:data:`RESUME_TIMEOUT_S`), so a decode does not compete with that paint for the CPU and the
+rest never arrives before it. The direction analysis and the cache write start only then:
+until the spectrogram is painted, the decoder and the spectrogram have the CPU to themselves.
 """
 
 from __future__ import annotations
@@ -179,9 +180,10 @@ def load_clip_audio(
     the playback buffer and feed the spectrogram pyramid and the direction analysis as they
     arrive. The pyramid is handed to ``partial`` as soon as it is ready — at once when it is
     in the disk cache, else right after the last block — before the direction analysis has
-    finished. With ``resume``, the job then waits for it to be set (the spectrogram is on
-    screen; at most :data:`RESUME_TIMEOUT_S`, or until cancelled) before it goes on: a cached
-    clip's decode does not compete with that paint, and the rest is never delivered before it.
+    started. With ``resume``, the job then waits for it to be set (the spectrogram is on
+    screen; at most :data:`RESUME_TIMEOUT_S`, or until cancelled) before it goes on: neither
+    a cached clip's decode nor the direction analysis and the cache write compete with that
+    paint, and the rest is never delivered before it.
     """
     from workbench.audio.opening import open_audio
     from workbench.audio.spectrogram import cached_pyramids, store_pyramids
@@ -205,22 +207,23 @@ def load_clip_audio(
             if partial is not None:
                 partial(AudioResult(request.generation, request.clip_id, pyramid=pyramid, envelope=envelope,
                                     stage="spectrogram"))
-            if cached is None:
+            if partial is not None and resume is not None:
+                # Until the spectrogram is on screen: a cached one's decode has not started yet
+                # and waits; a computed one's direction analysis has not started either
+                # (direction_after_spectrogram), nor has its cache write.
+                resume.wait(RESUME_TIMEOUT_S)
+            if cached is None:  # kept even when the clip was left meanwhile: it was computed
                 try:
                     key = digest if digest is not None else hashing.result()  # type: ignore[union-attr]
                     store_pyramids(key, pyramid, envelope, write_behind=True)
                 except AglwError:
                     pass  # the file went away after it was read: nothing to cache
-            if partial is not None and resume is not None:
-                # Until the spectrogram is on screen: a cached one's decode has not started yet
-                # and waits; a computed one's direction analysis goes on on its own thread.
-                resume.wait(RESUME_TIMEOUT_S)
             checkpoint()
 
         opened = open_audio(
             request.path, layout=request.layout, spacing_m=request.spacing_m, params=request.params,
             cached=cached, heatmap_bins=HEATMAP_BINS, spectrogram_first=True, on_spectrogram=spectrogram_ready,
-            check_cancel=checkpoint,
+            direction_after_spectrogram=True, check_cancel=checkpoint,
         )
         checkpoint()
         direction = _direction_view(request, opened)

@@ -177,3 +177,53 @@ def test_spectrogram_first_lowers_only_the_direction_threads_priority(tmp_path: 
     first = open_audio(path, layout="binaural", params=PARAMS, spectrogram_first=True)
     assert lowered == [("aglw-open-direction", 10)]
     assert first.direction == even.direction
+
+
+def test_direction_after_spectrogram_holds_the_analysis_until_the_spectrogram_is_handed_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _binaural(tmp_path / "pair.wav", seconds=4.0)
+    events: list[str] = []
+    lock = threading.Lock()
+    real_push = DirectionAnalyzer.push
+
+    def push(self: DirectionAnalyzer, block: np.ndarray) -> None:
+        with lock:
+            events.append("direction")
+        real_push(self, block)
+
+    def on_screen(*_: object) -> None:
+        # The review window's callback returns once the spectrogram is painted: a slow paint
+        # here gives a held-back analysis every chance to show that it started early.
+        threading.Event().wait(0.2)
+        with lock:
+            events.append("spectrogram returned")
+
+    monkeypatch.setattr(DirectionAnalyzer, "push", push)
+    held = open_audio(path, layout="binaural", params=PARAMS, block_frames=2000,
+                      direction_after_spectrogram=True, on_spectrogram=on_screen)
+    assert events[0] == "spectrogram returned" and events.count("direction") == 32
+    # The same analysis as side by side, over the same blocks.
+    events.clear()
+    beside = open_audio(path, layout="binaural", params=PARAMS, block_frames=2000, on_spectrogram=on_screen)
+    assert events.index("direction") < events.index("spectrogram returned")
+    assert held.direction == beside.direction and held.direction is not None
+
+
+def test_a_cancel_while_the_spectrogram_is_shown_stops_the_held_analysis(tmp_path: Path) -> None:
+    path = _binaural(tmp_path / "pair.wav", seconds=2.0)
+
+    class Stop(Exception):
+        pass
+
+    def left_the_clip(*_: object) -> None:
+        raise Stop()
+
+    before = {thread.name for thread in threading.enumerate()}
+    with pytest.raises(Stop):
+        open_audio(path, layout="binaural", params=PARAMS, block_frames=2000,
+                   direction_after_spectrogram=True, on_spectrogram=left_the_clip)
+    for thread in threading.enumerate():
+        if thread.name not in before and thread.name.startswith("aglw-"):
+            thread.join(5.0)
+            assert not thread.is_alive(), thread.name

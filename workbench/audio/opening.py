@@ -69,11 +69,18 @@ class OpenedAudio:
 
 
 class _DirectionThread:
-    """Runs a :class:`DirectionAnalyzer` on its own thread over blocks handed to :meth:`put`."""
+    """Runs a :class:`DirectionAnalyzer` on its own thread over blocks handed to :meth:`put`.
 
-    def __init__(self, analyzer: DirectionAnalyzer, nice: int = 0) -> None:
+    With ``hold``, the analysis starts only once :meth:`release` is called (or the thread is
+    abandoned); the blocks put meanwhile wait in the queue.
+    """
+
+    def __init__(self, analyzer: DirectionAnalyzer, nice: int = 0, hold: bool = False) -> None:
         self.analyzer = analyzer
         self.nice = nice
+        self.released = threading.Event()
+        if not hold:
+            self.released.set()
         self.blocks: queue.SimpleQueue[object] = queue.SimpleQueue()
         self.result: DirectionAnalysis | None = None
         self.error: BaseException | None = None
@@ -94,6 +101,7 @@ class _DirectionThread:
     def _run(self) -> None:
         if self.nice:
             self._lower_priority()
+        self.released.wait()
         try:
             while True:
                 block = self.blocks.get()
@@ -112,9 +120,14 @@ class _DirectionThread:
     def put(self, block: np.ndarray) -> None:
         self.blocks.put(block)
 
+    def release(self) -> None:
+        """Let a held analysis start."""
+        self.released.set()
+
     def close(self) -> DirectionAnalysis:
         """Wait for the analysis of everything put (re-raising its error)."""
         self.blocks.put(_END)
+        self.released.set()
         self.thread.join()
         if self.error is not None:
             raise self.error
@@ -125,6 +138,7 @@ class _DirectionThread:
         """Stop without a result (the open was cancelled or failed)."""
         self.stopped.set()
         self.blocks.put(_END)
+        self.released.set()
 
 
 def open_audio(
@@ -137,6 +151,7 @@ def open_audio(
     heatmap_bins: int | None = None,
     parallel: bool = True,
     spectrogram_first: bool = False,
+    direction_after_spectrogram: bool = False,
     on_spectrogram: Callable[[SpectrogramPyramid, WaveformEnvelope], None] | None = None,
     check_cancel: Callable[[], None] | None = None,
     block_frames: int = OPEN_BLOCK_FRAMES,
@@ -166,6 +181,15 @@ def open_audio(
         keeps a core instead of three busy threads sharing two), and close to the quickest
         of one that decodes in no time (a WAV); :func:`workbench.audio.service.open_clip`
         sets it. False (the default) shares the CPU evenly among the three threads.
+    direction_after_spectrogram
+        Start the direction analysis only once ``on_spectrogram`` has returned; the blocks
+        wait in its queue until then (no copy: they are views of the playback buffer). The
+        review window asks for it: its ``on_spectrogram`` returns once the spectrogram is on
+        screen, and until then nothing but the decoder and the spectrogram competes for the
+        CPU (on two cores the analysis, even at a lower priority, took ~50 ms of CPU before
+        the paint and stretched the decode; P2). The whole open then takes longer (the
+        analysis no longer overlaps the decode), so :func:`~workbench.audio.service.open_clip`
+        does not ask for it.
     on_spectrogram
         Called with the pyramids as soon as they are ready: before the decode when cached
         (the decode waits for it to return: the review window waits there until the
@@ -206,7 +230,8 @@ def open_audio(
     # The direction gets its own thread only when the calling thread has the spectrogram to do.
     beside = None
     if analyzer is not None and parallel and builder is not None:
-        beside = _DirectionThread(analyzer, nice=_BACKGROUND_NICE if spectrogram_first else 0)
+        beside = _DirectionThread(analyzer, nice=_BACKGROUND_NICE if spectrogram_first else 0,
+                                  hold=direction_after_spectrogram and on_spectrogram is not None)
     pyramid_s = direction_s = 0.0
     decoded_at = start
     blocks = prefetched(block for _, block in stream.blocks())
@@ -231,6 +256,8 @@ def open_audio(
             pyramid_s += time.perf_counter() - began
             if on_spectrogram is not None:
                 on_spectrogram(pyramid, envelope)
+            if beside is not None:
+                beside.release()
         else:
             assert cached is not None
             pyramid, envelope = cached
