@@ -23,7 +23,6 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,7 +36,7 @@ from workbench.audio.direction.view import (
     no_direction_image,
     unavailable_note,
 )
-from workbench.audio.spectrogram import SpectrogramParams, SpectrogramPyramid, WaveformEnvelope, background_thread
+from workbench.audio.spectrogram import SpectrogramParams, SpectrogramPyramid, WaveformEnvelope
 from workbench.errors import AglwError
 
 if TYPE_CHECKING:
@@ -196,11 +195,8 @@ def load_clip_audio(
         checkpoint()
         digest = request.content_hash or known_digest(request.path)
         cached = cached_pyramids(digest, request.params) if digest is not None else None
-        hashing: Future[str] | None = None
-        if digest is None:
-            # Never opened here with this size and mtime, so almost surely not cached: hash the
-            # file beside the decode instead of before it, then cache the result.
-            hashing = background_thread("aglw-hash").submit(file_digest, request.path)
+        # digest None: never opened here with this size and mtime, so almost surely not cached.
+        # The file is hashed for the cache entry once the spectrogram is on screen, not before.
 
         def spectrogram_ready(pyramid: SpectrogramPyramid, envelope: WaveformEnvelope) -> None:
             checkpoint()
@@ -210,11 +206,11 @@ def load_clip_audio(
             if partial is not None and resume is not None:
                 # Until the spectrogram is on screen: a cached one's decode has not started yet
                 # and waits; a computed one's direction analysis has not started either
-                # (direction_after_spectrogram), nor has its cache write.
+                # (direction_after_spectrogram), nor has its cache write (or the hash for it).
                 resume.wait(RESUME_TIMEOUT_S)
             if cached is None:  # kept even when the clip was left meanwhile: it was computed
                 try:
-                    key = digest if digest is not None else hashing.result()  # type: ignore[union-attr]
+                    key = digest if digest is not None else file_digest(request.path)
                     store_pyramids(key, pyramid, envelope, write_behind=True)
                 except AglwError:
                     pass  # the file went away after it was read: nothing to cache

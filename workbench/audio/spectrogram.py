@@ -37,6 +37,7 @@ import numpy as np
 import scipy.fft
 import scipy.signal
 
+from workbench.audio.levels import StreamingMaxLevels, build_levels, pick_level, pool_pairs_max, pool_pairs_min
 from workbench.audio.loader import AudioData, AudioError, audio_info, content_hash as file_content_hash, iter_blocks
 from workbench.config import cache_dir as user_cache_dir
 
@@ -86,37 +87,6 @@ class SpectrogramParams:
     def db_of_level(self, level: np.ndarray | int) -> np.ndarray:
         """dB value represented by a uint8 level (the inverse of the quantisation)."""
         return self.db_floor + np.asarray(level, dtype=np.float64) * (self.db_ceiling - self.db_floor) / 255.0
-
-
-def _pool_pairs_max(image: np.ndarray) -> np.ndarray:
-    if image.shape[-1] % 2:
-        image = np.concatenate([image, image[..., -1:]], axis=-1)
-    return np.maximum(image[..., 0::2], image[..., 1::2])
-
-
-def _pool_pairs_min(values: np.ndarray) -> np.ndarray:
-    if values.shape[-1] % 2:
-        values = np.concatenate([values, values[..., -1:]], axis=-1)
-    return np.minimum(values[..., 0::2], values[..., 1::2])
-
-
-def _build_levels(base: np.ndarray, pool) -> list[np.ndarray]:  # type: ignore[no-untyped-def]
-    levels = [base]
-    while levels[-1].shape[-1] > 1:
-        levels.append(pool(levels[-1]))
-    return levels
-
-
-def _pick_level(n_levels: int, unit_s: float, t0: float, t1: float, wanted: int) -> int:
-    """Coarsest level still giving at least ``wanted`` units over [t0, t1] (else level 0)."""
-    span = max(t1 - t0, 0.0)
-    best = 0
-    for level in range(n_levels):
-        if span / (unit_s * (1 << level)) >= wanted:
-            best = level
-        else:
-            break
-    return best
 
 
 def _clamp_span(t0: float, t1: float, duration_s: float) -> tuple[float, float]:
@@ -172,7 +142,7 @@ class SpectrogramPyramid:
         if max_columns < 1:
             raise ValueError("max_columns must be at least 1")
         t0, t1 = _clamp_span(t0, t1, self.duration_s)
-        level = _pick_level(len(self.levels), self.frame_hop_s, t0, t1, max_columns)
+        level = pick_level(len(self.levels), self.frame_hop_s, t0, t1, max_columns)
         image = self.levels[level]
         column_s = self.frame_hop_s * (1 << level)
         first = min(int(math.floor(t0 / column_s)), max(image.shape[1] - 1, 0))
@@ -210,7 +180,7 @@ class WaveformEnvelope:
         if max_points < 1:
             raise ValueError("max_points must be at least 1")
         t0, t1 = _clamp_span(t0, t1, self.duration_s)
-        level = _pick_level(len(self.mins), self.bucket_s, t0, t1, max_points)
+        level = pick_level(len(self.mins), self.bucket_s, t0, t1, max_points)
         bucket_s = self.bucket_s * (1 << level)
         n = self.mins[level].shape[0]
         first = min(int(math.floor(t0 / bucket_s)), max(n - 1, 0))
@@ -333,6 +303,8 @@ class _StftAccumulator:
         self.buffer = np.zeros(params.n_fft // 2 - params.hop // 2, dtype=np.float32)
         self.n_bins = params.n_mels if self.mel_basis is not None else params.n_fft // 2 + 1
         self.image = np.empty((self.n_bins, max(math.ceil(expected_columns / pool), 0)), dtype=np.uint8)
+        # The coarser levels are pooled block by block as the columns arrive (see finish).
+        self._pooled = StreamingMaxLevels(self.image)
         self.extra: list[np.ndarray] = []  # columns beyond the expected length
         self.stored = 0  # image columns written (after pooling)
         self.n_columns = 0  # STFT frames computed
@@ -412,6 +384,11 @@ class _StftAccumulator:
     def feed(self, mono: np.ndarray) -> None:
         self.buffer = np.concatenate([self.buffer, mono.astype(np.float32, copy=False)])
         self._emit(None)
+        self._pooled.update(self.stored)
+
+    def levels(self, image: np.ndarray) -> list[np.ndarray]:
+        """The max-pooled pyramid of ``image`` (what :meth:`finish` returned)."""
+        return self._pooled.finish(image)
 
     def finish(self, n_samples: int) -> np.ndarray:
         wanted = max(math.ceil(n_samples / self.params.hop), 1)
@@ -516,15 +493,15 @@ class PyramidBuilder:
         mins, maxs = self._envelope.finish()
         duration_s = self.n_samples / self.sample_rate
         pyramid = SpectrogramPyramid(
-            levels=_build_levels(image, _pool_pairs_max),
+            levels=self._stft.levels(image),
             frame_hop_s=self.params.hop * self.column_pool / self.sample_rate,
             duration_s=duration_s,
             freqs_hz=_freqs(self.params, self.sample_rate),
             params=self.params,
         )
         waveform = WaveformEnvelope(
-            mins=_build_levels(mins, _pool_pairs_min),
-            maxs=_build_levels(maxs, _pool_pairs_max),
+            mins=build_levels(mins, pool_pairs_min),
+            maxs=build_levels(maxs, pool_pairs_max),
             bucket_s=self.bucket / self.sample_rate,
             duration_s=duration_s,
         )

@@ -1,0 +1,59 @@
+"""The spectrogram's coarser levels pooled while the columns arrive equal those pooled at the end."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from workbench.audio.levels import StreamingMaxLevels, build_levels, pool_pairs_max
+
+
+def _reference(base: np.ndarray) -> list[np.ndarray]:
+    return build_levels(base, pool_pairs_max)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    capacity=st.integers(0, 70),
+    final_width=st.integers(1, 90),
+    cuts=st.lists(st.integers(0, 90), max_size=8),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_streaming_levels_equal_the_levels_of_the_finished_image(
+    capacity: int, final_width: int, cuts: list[int], seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    stream = rng.integers(0, 256, size=(3, max(capacity, final_width)), dtype=np.uint8)
+    # Columns are written in order and never change. The final image starts with them but may
+    # be shorter than what was preallocated (a generous length estimate), even shorter than
+    # what was written (a tail cut off), or longer (columns beyond it kept apart).
+    final = stream[:, :final_width]
+    image = np.empty((3, capacity), dtype=np.uint8)
+    levels = StreamingMaxLevels(image)
+    written = 0
+    for cut in sorted(min(cut, capacity) for cut in cuts):
+        image[:, written:cut] = stream[:, written:cut]
+        written = max(written, cut)
+        levels.update(written)
+    got = levels.finish(final)
+    want = _reference(final)
+    assert len(got) == len(want)
+    for k, (a, b) in enumerate(zip(got, want)):
+        np.testing.assert_array_equal(a, b, err_msg=f"level {k}")
+
+
+def test_a_full_stream_pools_everything_before_the_end() -> None:
+    rng = np.random.default_rng(3)
+    final = rng.integers(0, 256, size=(5, 64), dtype=np.uint8)
+    image = np.empty_like(final)
+    levels = StreamingMaxLevels(image)
+    for written in range(8, 65, 8):
+        image[:, written - 8 : written] = final[:, written - 8 : written]
+        levels.update(written)
+    # Every level was complete before finish: it only hands the preallocated levels over.
+    assert levels.done == [32, 16, 8, 4, 2, 1]
+    got = levels.finish(image)
+    assert all(np.shares_memory(a, b) for a, b in zip(got[1:], levels.levels))
+    for a, b in zip(got, _reference(final)):
+        np.testing.assert_array_equal(a, b)

@@ -1,0 +1,118 @@
+"""Time pyramids of images and envelopes: level k pools 2**k columns of level 0.
+
+Pooling is by pairs, level by level; an odd last column is kept as it is (pooled with
+itself), so level k's column j covers level-0 columns [j*2**k, (j+1)*2**k) clipped to the
+image. The spectrogram pools with max (a short loud event stays visible at every zoom), the
+waveform envelope with min for its minima and max for its maxima.
+
+:class:`StreamingMaxLevels` builds the coarser levels of an image while its columns are still
+being written (a clip being decoded), so that when the last block arrives only its last few
+columns are left to pool: on a cold open the spectrogram then reaches the screen without a
+~15 ms pass over the whole image (P2). Its result equals :func:`build_levels` with
+:func:`pool_pairs_max` on the finished image.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+
+def pool_pairs_max(image: np.ndarray) -> np.ndarray:
+    """Max of each pair of columns (last axis); an odd last column stays as it is."""
+    if image.shape[-1] % 2:
+        image = np.concatenate([image, image[..., -1:]], axis=-1)
+    return np.maximum(image[..., 0::2], image[..., 1::2])
+
+
+def pool_pairs_min(values: np.ndarray) -> np.ndarray:
+    """Min of each pair of columns (last axis); an odd last column stays as it is."""
+    if values.shape[-1] % 2:
+        values = np.concatenate([values, values[..., -1:]], axis=-1)
+    return np.minimum(values[..., 0::2], values[..., 1::2])
+
+
+def build_levels(base: np.ndarray, pool: Callable[[np.ndarray], np.ndarray]) -> list[np.ndarray]:
+    """``[base, pool(base), pool(pool(base)), ...]`` down to a single column."""
+    levels = [base]
+    while levels[-1].shape[-1] > 1:
+        levels.append(pool(levels[-1]))
+    return levels
+
+
+def pick_level(n_levels: int, unit_s: float, t0: float, t1: float, wanted: int) -> int:
+    """Coarsest level still giving at least ``wanted`` units over [t0, t1] (else level 0)."""
+    span = max(t1 - t0, 0.0)
+    best = 0
+    for level in range(n_levels):
+        if span / (unit_s * (1 << level)) >= wanted:
+            best = level
+        else:
+            break
+    return best
+
+
+def _n_pooled(n: int) -> int:
+    return (n + 1) // 2
+
+
+class StreamingMaxLevels:
+    """The max-pooled levels of a uint8 image (rows, columns) whose columns are written in order.
+
+    Parameters
+    ----------
+    image
+        The preallocated level-0 image; its width is the expected number of columns.
+
+    Call :meth:`update` with the number of columns written so far (they must not change
+    afterwards), and :meth:`finish` with the final level-0 image, whose first columns are
+    those written into ``image`` (it may be shorter or longer than ``image``).
+    """
+
+    def __init__(self, image: np.ndarray) -> None:
+        self.image = image
+        self.levels: list[np.ndarray] = []
+        width = image.shape[1]
+        while width > 1:
+            width = _n_pooled(width)
+            self.levels.append(np.empty((image.shape[0], width), dtype=image.dtype))
+        # Complete columns of each coarser level: each pools a pair of final columns below it.
+        self.done = [0] * len(self.levels)
+
+    def update(self, written: int) -> None:
+        """Pool every complete pair among level 0's first ``written`` columns, level by level."""
+        below, available = self.image, min(written, self.image.shape[1])
+        for k, level in enumerate(self.levels):
+            pairs = available // 2
+            first = self.done[k]
+            if pairs > first:
+                np.maximum(below[:, 2 * first : 2 * pairs : 2], below[:, 2 * first + 1 : 2 * pairs : 2],
+                           out=level[:, first:pairs])
+                self.done[k] = pairs
+            below, available = level, self.done[k]
+            if available < 2:
+                break
+
+    def finish(self, base: np.ndarray) -> list[np.ndarray]:
+        """All levels of ``base`` (the finished level 0), reusing what :meth:`update` pooled."""
+        levels = [base]
+        # Columns of the level below known to equal the pooled ones: at first, the written
+        # columns that the final image kept.
+        valid = min(2 * self.done[0], base.shape[1]) if self.done else 0
+        k = 0
+        while levels[-1].shape[-1] > 1:
+            below = levels[-1]
+            width = _n_pooled(below.shape[1])
+            kept = min(self.done[k], valid // 2) if k < len(self.levels) else 0
+            if k < len(self.levels) and width <= self.levels[k].shape[1]:
+                level = self.levels[k][:, :width]
+            else:
+                level = np.empty((base.shape[0], width), dtype=base.dtype)
+                if kept:
+                    level[:, :kept] = self.levels[k][:, :kept]
+            if kept < width:
+                level[:, kept:] = pool_pairs_max(below[:, 2 * kept :])
+            levels.append(level)
+            valid, k = kept, k + 1
+        return levels
