@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
+from workbench.audio.memory import empty_prefaulted
 from workbench.errors import InputError
 
 log = logging.getLogger(__name__)
@@ -469,7 +470,24 @@ class DecodeStream:
         # Allocate the promised length up front only when the file can hold it (a corrupt
         # header can promise billions of frames); otherwise grow as the decoder goes.
         plausible = info.frames * info.n_channels * 4 <= max(64 * path.stat().st_size, _HASH_CHUNK)
-        self._buffer = np.empty((info.frames if plausible else self.block_frames, info.n_channels), dtype=np.float32)
+        prefaulting = None
+        if plausible:
+            # Its pages are made ready on another thread, ahead of the decoder (see memory.py).
+            self._buffer, prefaulting = empty_prefaulted(
+                (info.frames, info.n_channels), skip_bytes=self.block_frames * info.n_channels * 4
+            )
+        else:
+            self._buffer = np.empty((self.block_frames, info.n_channels), dtype=np.float32)
+        try:
+            yield from self._read_into_buffer()
+        finally:
+            if prefaulting is not None:
+                prefaulting.set()  # ended or abandoned: no need to go on
+        self._finish()
+
+    def _read_into_buffer(self) -> Iterator[tuple[int, np.ndarray]]:
+        """The libsndfile read loop of :meth:`blocks` (the buffer allocated)."""
+        path = self.path
         try:
             with sf.SoundFile(str(path)) as handle:
                 while True:
@@ -499,7 +517,6 @@ class DecodeStream:
                         break  # the decoder ended
         except (sf.LibsndfileError, RuntimeError, ValueError, MemoryError) as exc:
             raise AudioError(_describe_decode_failure(path, exc)) from exc
-        self._finish()
 
     def _finish(self) -> None:
         path, info = self.path, self.info
