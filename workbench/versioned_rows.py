@@ -6,6 +6,8 @@ tag, a location guess, a spatial event — and each of those writes is the same 
 :class:`~storage.errors.ConflictError` when its version is not the one the edit was based on,
 change the fields, bump the version and append ``LabelHistory`` rows. :func:`write_versioned`
 is that loop; the services say only which row, which values, and how the history names it.
+:func:`write_row` is the same write inside a transaction the caller holds (several rows, one
+all-or-nothing unit).
 """
 
 from __future__ import annotations
@@ -116,25 +118,32 @@ def write_versioned(
 
     ``what`` names the row in the conflict message ("this guess").
     """
-    if action not in ACTIONS:
-        raise ValueError(f"unknown history action {action!r}")
     command_id = command_id or uuid.uuid4().hex
     for attempt in range(INSERT_RETRIES):
         try:
             with store.write(wait_s=wait_s) as s:
                 require(s, *refs)
-                return _write_row(s, model, keys, values, what=what, history=history,
-                                  expected_version=expected_version, action=action, command_id=command_id,
-                                  prepare=prepare, missing=missing)
+                return write_row(s, model, keys, values, what=what, history=history,
+                                 expected_version=expected_version, action=action, command_id=command_id,
+                                 prepare=prepare, missing=missing)
         except IntegrityError:
             if attempt == INSERT_RETRIES - 1:
                 raise
     raise AssertionError("unreachable")
 
 
-def _write_row(s: Session, model: type, keys: dict[str, Any], values: dict[str, Any], *, what: str,
-               history: HistoryRows, expected_version: int | None, action: str, command_id: str,
-               prepare: Prepare | None, missing: str | None) -> RowWrite[Any]:
+def write_row(s: Session, model: type, keys: dict[str, Any], values: dict[str, Any], *, what: str,
+              history: HistoryRows, command_id: str, expected_version: int | None = None, action: str = "do",
+              prepare: Prepare | None = None, missing: str | None = None) -> RowWrite[Any]:
+    """:func:`write_versioned`'s write of one row, inside the transaction ``s`` the caller holds.
+
+    For writes of several rows that stand or fall together (an import replacing an annotator's
+    events, under one ``command_id``): each row gets the version check, version bump and
+    history rows a write of its own gives, and the caller's transaction makes them all or
+    nothing. An insert that loses a race fails the caller's transaction (no retry here).
+    """
+    if action not in ACTIONS:
+        raise ValueError(f"unknown history action {action!r}")
     query = select(model)
     for name, value in keys.items():
         query = query.where(getattr(model, name) == value)

@@ -197,3 +197,47 @@ def test_a_second_import_needs_replace(store) -> None:
     service.import_events(ana.id, clip, events[:1], replace=True)
     assert len(service.events(clip)) == 1
     assert len(service.events(clip, include_deleted=True)) == 5
+
+
+def _event_history(store, uid: str) -> list[LabelHistory]:
+    with store.session() as s:
+        return list(s.exec(select(LabelHistory).where(LabelHistory.field == f"event:{uid}")
+                           .order_by(LabelHistory.id)).all())
+
+
+def _shape(row: LabelHistory, version: int) -> dict:
+    """A history row without what differs between two events (their ids, clips, times, command id)."""
+    old, new = json.loads(row.old_value), json.loads(row.new_value)
+    return {
+        "entity": row.entity, "category_id": row.category_id, "action": row.action, "annotator_id": row.annotator_id,
+        "keys": (list(old), list(new)),
+        "changed": {k: (old[k], new[k]) for k in new if old.get(k) != new[k]}, "version": version,
+    }
+
+
+def test_a_replacing_import_deletes_each_old_event_as_a_single_delete_does(any_store) -> None:
+    clip = _clip(any_store)
+    ana = LabelService(any_store).ensure_annotator("ana")
+    service = EventService(any_store)
+    events = rows_to_events(parse_metadata_text(CSV_2024, "scene_1.csv"))
+    # The reference: one event deleted on its own, through the write every delete command uses.
+    [single] = service.import_events(ana.id, _clip(any_store, "scene_2"), events[:1])
+    service.update(single, {"deleted": True})
+    [reference] = _event_history(any_store, single)[1:]
+    expected = _shape(reference, service.get(single).version)
+    assert expected["changed"] == {"deleted": (False, True)} and expected["version"] == 2
+
+    old = {uid: service.get(uid).version for uid in service.import_events(ana.id, clip, events)}
+    new = service.import_events(ana.id, clip, events[:2], replace=True)
+
+    import_commands = set()
+    for uid, version in old.items():
+        row = service.get(uid)
+        assert row.extra["deleted"] and row.version == version + 1
+        created, deleted = _event_history(any_store, uid)  # exactly one row for the replace
+        assert _shape(deleted, row.version) == expected and deleted.clip_id == clip
+        assert json.loads(deleted.old_value) == json.loads(created.new_value)
+        import_commands.add(deleted.command_id)
+    # One import is one command: the replaced events and the new ones share its id.
+    assert import_commands == {h.command_id for uid in new for h in _event_history(any_store, uid)}
+    assert len(import_commands) == 1

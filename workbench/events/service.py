@@ -19,10 +19,10 @@ from typing import Any, Sequence
 from sqlmodel import col, select
 
 from storage import Store
-from storage.models import Annotator, Clip, LabelHistory, SpatialEvent, utcnow
+from storage.models import Annotator, Clip, LabelHistory, SpatialEvent
 from workbench.errors import InputError
 from workbench.events.model import SpatialEventData, validate_event
-from workbench.versioned_rows import write_versioned
+from workbench.versioned_rows import write_row, write_versioned
 
 ENTITY = "spatial_event"
 # Fields a command may change (the rest are the event's identity).
@@ -174,32 +174,19 @@ class EventService:
             raise InputError(f"cannot change {', '.join(sorted(unknown))} of an event")
         if not values:
             raise InputError("nothing to change: give at least one value")
-
-        def prepare(row: SpatialEvent, values: dict[str, Any]) -> dict[str, Any]:
-            """The event with the changes, validated against its clip unless it ends up deleted."""
-            merged = _data(row).with_changes(**{k: (tuple(tuple(t) for t in v) if k == "track" else v)
-                                                for k, v in values.items() if k != "deleted"})
-            if not values.get("deleted", row.deleted):
-                info = self.clip(row.clip_id)
-                merged = validate_event(merged, clip_duration_s=info.duration_s, where=f"clip {info.key}")
-            fields = {name: value for name, value in _fields(merged).items() if name in values}
-            return fields | ({"deleted": bool(values["deleted"])} if "deleted" in values else {})
-
-        def history(row: SpatialEvent, old: dict[str, Any], _new: dict[str, Any], command_id: str,
-                    action: str) -> list[LabelHistory]:
-            after = _snapshot(row)
-            return [self._history(row, {**after, **old}, after, command_id, action)]
-
         written = write_versioned(
-            self.store, SpatialEvent, {"uid": uid}, values, what="this event", missing=f"no event with id {uid}",
-            prepare=prepare, history=history, expected_version=expected_version, action=action,
-            command_id=command_id, wait_s=self.write_wait_s,
+            self.store, SpatialEvent, {"uid": uid}, values, **self._row_write(uid),
+            expected_version=expected_version, action=action, command_id=command_id, wait_s=self.write_wait_s,
         )
         return EventChange(uid, written.row.clip_id, written.old, written.new, written.version, written.command_id)
 
     def import_events(self, annotator_id: int, clip_id: int, events: Sequence[SpatialEventData], *,
                       replace: bool = False, source: str = "import") -> list[str]:
         """Store ``events`` for one clip in one transaction (all or nothing); returns their ids.
+
+        With ``replace``, each of the annotator's events on the clip is deleted by the write of a
+        single delete (:meth:`update` with ``deleted``: version bump and history row); the whole
+        import is one command (one ``command_id``).
 
         Raises
         ------
@@ -215,21 +202,18 @@ class EventService:
         with self.store.write(wait_s=self.write_wait_s) as s:
             if s.get(Annotator, annotator_id) is None:
                 raise InputError(f"unknown annotator id {annotator_id}")
+            # Locked (PostgreSQL) so that no edit elsewhere slips in between this read and the deletes.
             existing = s.exec(select(SpatialEvent).where(
                 SpatialEvent.clip_id == clip_id, SpatialEvent.annotator_id == annotator_id,
-                col(SpatialEvent.deleted).is_(False))).all()
+                col(SpatialEvent.deleted).is_(False)).with_for_update()).all()
             if existing and not replace:
                 raise InputError(
                     f"{source}: clip {info.key} already has {len(existing)} events by this annotator; "
                     "pass --replace to replace them (the old ones stay in the history)"
                 )
             for row in existing:
-                before = _snapshot(row)
-                row.deleted = True
-                row.version += 1
-                row.updated_at = utcnow()
-                s.add(row)
-                s.add(self._history(row, before, _snapshot(row), command_id, "do"))
+                write_row(s, SpatialEvent, {"uid": row.uid}, {"deleted": True}, **self._row_write(row.uid),
+                          expected_version=row.version, command_id=command_id)
             for event in clean:
                 row = SpatialEvent(uid=uuid.uuid4().hex, annotator_id=annotator_id, clip_id=clip_id, version=1,
                                    **_fields(event))
@@ -238,6 +222,27 @@ class EventService:
                 s.add(self._history(row, None, _snapshot(row), command_id, "do"))
                 uids.append(row.uid)
         return uids
+
+    def _row_write(self, uid: str) -> dict[str, Any]:
+        """How the versioned write of one event (:mod:`workbench.versioned_rows`) names, checks and records it."""
+        return {"what": "this event", "missing": f"no event with id {uid}", "prepare": self._prepare,
+                "history": self._history_rows}
+
+    def _prepare(self, row: SpatialEvent, values: dict[str, Any]) -> dict[str, Any]:
+        """The event with the changes, validated against its clip unless it ends up deleted."""
+        merged = _data(row).with_changes(**{k: (tuple(tuple(t) for t in v) if k == "track" else v)
+                                            for k, v in values.items() if k != "deleted"})
+        if not values.get("deleted", row.deleted):
+            info = self.clip(row.clip_id)
+            merged = validate_event(merged, clip_duration_s=info.duration_s, where=f"clip {info.key}")
+        fields = {name: value for name, value in _fields(merged).items() if name in values}
+        return fields | ({"deleted": bool(values["deleted"])} if "deleted" in values else {})
+
+    def _history_rows(self, row: SpatialEvent, old: dict[str, Any], _new: dict[str, Any], command_id: str,
+                      action: str) -> list[LabelHistory]:
+        """One row with the event's whole state before and after (``old``: the written fields' values before)."""
+        after = _snapshot(row)
+        return [self._history(row, {**after, **old}, after, command_id, action)]
 
     @staticmethod
     def _history(row: SpatialEvent, before: dict[str, Any] | None, after: dict[str, Any], command_id: str,
