@@ -294,6 +294,7 @@ class MainWindow(ClipViewMixin, EditsMixin, ProjectsMixin, DialogsMixin, QMainWi
         is stored) and a store this window opened itself is disposed.
         """
         self.loader.shutdown()
+        self.stop_live_detail()
         self.player_view.shutdown()
         self.settings.setValue("geometry", self.saveGeometry())
         self.settings.setValue("window_state", self.saveState())

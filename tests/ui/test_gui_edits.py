@@ -55,6 +55,32 @@ def test_an_edit_on_a_locked_project_stays_pending_and_is_saved_on_retry(make_wi
     assert _decision(demo_store, clip_id, window.annotator.id) == "accept"
 
 
+def test_a_retry_or_undo_on_a_locked_project_keeps_the_edit_pending_with_the_error(make_window, demo_store, demo_db) -> None:  # type: ignore[no-untyped-def]
+    window = make_window()
+    clip_id = _clip_id(demo_store, "DEMO-0003")
+    window.open_clip(clip_id)
+    lock = _Lock(demo_db)
+    try:
+        window.clip_panel.decisionChanged.emit("accept")
+        window.banner.message.setText("")
+        window.banner.retry.click()  # still locked: the same error, the edit still pending
+        assert len(window.stack.pending) == 1 and not window.banner.isHidden()
+        assert "locked" in window.banner.message.text() and "(1 edit(s) pending)" in window.banner.message.text()
+    finally:
+        lock.release()
+    window.banner.retry.click()
+    assert window.stack.pending == [] and window.banner.isHidden()
+    lock = _Lock(demo_db)
+    try:
+        window.undo()  # the undo's write fails: kept pending, shown, nothing changed yet
+        assert len(window.stack.pending) == 1 and not window.banner.isHidden()
+        assert _decision(demo_store, clip_id, window.annotator.id) == "accept"
+    finally:
+        lock.release()
+    window.banner.retry.click()
+    assert window.stack.pending == [] and _decision(demo_store, clip_id, window.annotator.id) is None
+
+
 def test_closing_with_unsaved_edits_asks_and_keeps_them_unless_told(make_window, demo_store, demo_db, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     window = make_window()
     window.show()

@@ -130,15 +130,16 @@ def install_cockpit(window: MainWindow, *, force_sync: bool = False) -> Cockpit:
     curation.runStored.connect(lambda _run: selection.refresh())
     # Answers, tags and judgments appear while a job runs, not only when it ends: the leaderboard
     # and the shown clip are re-read at most every 2 s while items finish (an ALM run's answers
-    # reach the leaderboard and the review view's ALM chooser as they arrive). The leaderboard's
-    # read (every model's metrics) runs off the GUI thread, the latest read alone is shown.
+    # reach the leaderboard and the review view's ALM chooser as they arrive). Both reads (every
+    # model's metrics; the shown clip's texts) run off the GUI thread, the latest read alone is shown.
     live = QTimer(window)
+    live.setObjectName("cockpit-live-refresh")
     live.setSingleShot(True)
     live.setInterval(2000)
 
     def live_refresh() -> None:
         board.refresh_in_background()
-        window.refresh_detail()
+        window.refresh_detail_in_background()
 
     live.timeout.connect(live_refresh)
     jobs.clipFinished.connect(lambda *_: None if live.isActive() else live.start())
