@@ -41,9 +41,10 @@ from PySide6.QtWidgets import (
 )
 
 from storage import Store
+from ui.cockpit.curation_categories import CATEGORY_COLUMNS, CategoryTableMixin
 from ui.cockpit.jobs import JobsPanel, fit_job
 from ui.cockpit.run_diff import DiffTree, plain, settings_text, summary_numbers
-from workbench.commands import Command, CommandStack, SetCategoryPolarity
+from workbench.commands import Command, CommandStack
 from workbench.curation import service
 from workbench.curation.model import FitParameters, RunDiff
 from workbench.errors import AglwError
@@ -51,11 +52,10 @@ from workbench.labels import INTERACTIVE_WAIT_S, LabelService
 from workbench.metrics.service import model_names
 from workbench.tasks import TaskResult, run_task
 
-CATEGORY_COLUMNS = ["Category", "Name", "a", "ā", "Support", "Fitted", "Polarity", "Forced by expert"]
 PREVIEW_DELAY_MS = 250
 
 
-class CurationView(QWidget):
+class CurationView(CategoryTableMixin, QWidget):
     """Parameters, live preview, category table with forced polarities, runs and diffs.
 
     Parameters
@@ -156,11 +156,13 @@ class CurationView(QWidget):
             jobs.track_starter(self.fit_button)  # one job at a time: disabled while any runs
         params_box = QGroupBox("Fit parameters")
         params_layout = QVBoxLayout(params_box)
-        params_layout.addLayout(form)
+        # The buttons and the status line come first: the dock is short at the window's default size
+        # and its scroll area would otherwise hide what the last fit did below the visible area.
         params_layout.addLayout(buttons)
         # How the last "Fit and store run" job went; a refresh (after any job) leaves it.
         self.fit_status = plain("")
         params_layout.addWidget(self.fit_status)
+        params_layout.addLayout(form)
         self.summary = plain("no stored run yet")
         # names what the table and the diff show: "Stored run N — settings: ..." or "Preview (settings: ...)"
         self.source = plain("")
@@ -382,69 +384,6 @@ class CurationView(QWidget):
             if result.diff is not None:
                 self.show_run_diff()
             self.show_stored(result.run_id)
-
-    def _fill_categories(self, result: service.FitResult, what_if: dict[str, str]) -> None:
-        current = self.selected_category()
-        rows = sorted(result.categories, key=lambda c: (c.polarity not in ("P", "N"), -abs(c.a - c.a_bar), c.id))
-        self.table.setRowCount(len(rows))
-        for row, category in enumerate(rows):
-            forced = "what-if" if category.id in what_if else ("yes" if category.overridden else "")
-            values = [category.id, category.name or "", f"{category.a:.3f}", f"{category.a_bar:.3f}",
-                      str(category.support), category.fitted_polarity, category.polarity, forced]
-            for column, value in enumerate(values):
-                self.table.setItem(row, column, QTableWidgetItem(value))
-        if current is not None:
-            self.select_category(current)
-
-    def category_rows(self) -> dict[str, dict[str, str]]:
-        """The table as category id → column → text (what the user sees)."""
-        return {
-            self.table.item(r, 0).text(): {CATEGORY_COLUMNS[c]: self.table.item(r, c).text() for c in range(len(CATEGORY_COLUMNS))}
-            for r in range(self.table.rowCount())
-        }
-
-    # ------------------------------------------------------------------ forcing polarities
-
-    def selected_category(self) -> str | None:
-        row = self.table.currentRow()
-        item = self.table.item(row, 0) if row >= 0 else None
-        return item.text() if item is not None else None
-
-    def select_category(self, category_id: str) -> bool:
-        for row in range(self.table.rowCount()):
-            if self.table.item(row, 0).text() == category_id:
-                self.table.setCurrentCell(row, 0)
-                return True
-        return False
-
-    def force_selected(self, polarity: str | None) -> None:
-        category = self.selected_category()
-        if category is None:
-            self.summary.setText("select a category in the table first")
-            return
-        if self.what_if_mode.isChecked():
-            self.set_what_if(category, polarity)
-        else:
-            self.force_polarity(category, polarity)
-
-    def set_what_if(self, category_id: str, polarity: str | None) -> None:
-        """Preview-only polarity (None drops it); nothing is recorded."""
-        if polarity is None:
-            self.what_if.pop(category_id, None)
-        else:
-            self.what_if[category_id] = polarity
-        self.preview_now()
-
-    def force_polarity(self, category_id: str, polarity: str | None) -> bool:
-        """Record the annotator's forced polarity as an undoable command, then re-preview."""
-        command = SetCategoryPolarity(self.labels, self.annotator_id, category_id, polarity)
-        if self._execute is not None:
-            ok = self._execute(command)
-        else:
-            self.stack.push(command)
-            ok = True
-        self.preview_now()
-        return ok
 
     # ------------------------------------------------------------------ runs
 
