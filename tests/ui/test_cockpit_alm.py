@@ -98,6 +98,8 @@ def test_answers_reach_the_leaderboard_and_the_review_while_the_run_goes_on(make
         board = window.cockpit.leaderboard
         qtbot.waitUntil(lambda: "live-omni" in set(board.frame["model"]), timeout=5000)
         assert jobs.running, "the leaderboard showed the model while its run was still going"
-        assert any(p.model == "live-omni" for p in window.detail.predictions), "the open clip's ALM chooser has it"
+        # The shown clip is re-read off the GUI thread: it follows the leaderboard, still during the run.
+        qtbot.waitUntil(lambda: any(p.model == "live-omni" for p in window.detail.predictions), timeout=5000)
+        assert jobs.running, "the open clip's ALM chooser had the model while its run was still going"
         with qtbot.waitSignal(jobs.finished, timeout=30_000):
             pass
