@@ -1,4 +1,7 @@
-"""The spectrogram's coarser levels pooled while the columns arrive equal those pooled at the end."""
+"""The spectrogram's coarser levels pooled while the columns arrive equal those pooled at the end.
+
+The image is time-major, (columns, rows), as the spectrogram stores it.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +13,8 @@ from workbench.audio.levels import StreamingMaxLevels, build_levels, pool_pairs_
 
 
 def _reference(base: np.ndarray) -> list[np.ndarray]:
-    return build_levels(base, pool_pairs_max)
+    """Pooled along axis 0 the plain way: pairs of the transposed image's last axis."""
+    return [level.T for level in build_levels(base.T, pool_pairs_max)]
 
 
 @settings(max_examples=300, deadline=None)
@@ -24,16 +28,16 @@ def test_streaming_levels_equal_the_levels_of_the_finished_image(
     capacity: int, final_width: int, cuts: list[int], seed: int
 ) -> None:
     rng = np.random.default_rng(seed)
-    stream = rng.integers(0, 256, size=(3, max(capacity, final_width)), dtype=np.uint8)
+    stream = rng.integers(0, 256, size=(max(capacity, final_width), 3), dtype=np.uint8)
     # Columns are written in order and never change. The final image starts with them but may
     # be shorter than what was preallocated (a generous length estimate), even shorter than
     # what was written (a tail cut off), or longer (columns beyond it kept apart).
-    final = stream[:, :final_width]
-    image = np.empty((3, capacity), dtype=np.uint8)
+    final = stream[:final_width]
+    image = np.empty((capacity, 3), dtype=np.uint8)
     levels = StreamingMaxLevels(image)
     written = 0
     for cut in sorted(min(cut, capacity) for cut in cuts):
-        image[:, written:cut] = stream[:, written:cut]
+        image[written:cut] = stream[written:cut]
         written = max(written, cut)
         levels.update(written)
     got = levels.finish(final)
@@ -45,11 +49,11 @@ def test_streaming_levels_equal_the_levels_of_the_finished_image(
 
 def test_a_full_stream_pools_everything_before_the_end() -> None:
     rng = np.random.default_rng(3)
-    final = rng.integers(0, 256, size=(5, 64), dtype=np.uint8)
+    final = rng.integers(0, 256, size=(64, 5), dtype=np.uint8)
     image = np.empty_like(final)
     levels = StreamingMaxLevels(image)
     for written in range(8, 65, 8):
-        image[:, written - 8 : written] = final[:, written - 8 : written]
+        image[written - 8 : written] = final[written - 8 : written]
         levels.update(written)
     # Every level was complete before finish: it only hands the preallocated levels over.
     assert levels.done == [32, 16, 8, 4, 2, 1]
@@ -57,3 +61,10 @@ def test_a_full_stream_pools_everything_before_the_end() -> None:
     assert all(np.shares_memory(a, b) for a, b in zip(got[1:], levels.levels))
     for a, b in zip(got, _reference(final)):
         np.testing.assert_array_equal(a, b)
+
+
+def test_pool_pairs_max_along_either_axis() -> None:
+    image = np.array([[1, 5, 2], [4, 0, 9]], dtype=np.uint8)
+    np.testing.assert_array_equal(pool_pairs_max(image), [[5, 2], [4, 9]])
+    np.testing.assert_array_equal(pool_pairs_max(image, axis=0), [[4, 5, 9]])
+    np.testing.assert_array_equal(pool_pairs_max(image.T, axis=0), pool_pairs_max(image).T)

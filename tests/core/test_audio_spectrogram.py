@@ -328,6 +328,7 @@ def test_image_is_the_same_whatever_the_length_estimate(pool: int) -> None:
         for start in range(0, mono.size, 5000):
             accumulator.feed(mono[start : start + 5000])
         images.append(accumulator.finish(mono.size))
-    assert images[0].shape == (params.n_fft // 2 + 1, math.ceil(true_columns / pool))
+    # The accumulator's image is time-major, (columns, bins).
+    assert images[0].shape == (math.ceil(true_columns / pool), params.n_fft // 2 + 1)
     for image in images[1:]:
         np.testing.assert_array_equal(image, images[0])

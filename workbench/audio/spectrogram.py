@@ -50,7 +50,8 @@ MAX_LEVEL0_COLUMNS = 1 << 18
 MAX_ENVELOPE_BUCKETS = 1 << 22
 # 2: entries written before iter_blocks ended at the decoder's end may hold a stale tail (MP3s
 # without a Xing header); they are recomputed.
-_CACHE_FORMAT = 2
+# 3: the spectrogram levels are stored time-major, (columns, bins).
+_CACHE_FORMAT = 3
 # A 140 s clip takes ~25 MB; beyond this budget the least recently opened entries go.
 DEFAULT_CACHE_BUDGET_BYTES = 4 << 30
 _STREAM_BLOCK_FRAMES = 1 << 17
@@ -279,10 +280,12 @@ def prefetched(blocks: Iterator[np.ndarray], depth: int = 2) -> Iterator[np.ndar
 class _StftAccumulator:
     """Turns a stream of mono blocks into quantised spectrogram columns.
 
-    Columns are written, transposed and cast batch by batch, into one uint8 image sized from
-    the expected length (``expected_columns``; columns beyond it are kept as extra blocks), so
-    the image is built in a single pass over freshly touched memory: a cold open is bound by
-    CPU, and on virtual machines a first touch of a page is costly.
+    Columns are cast batch by batch into one uint8 image sized from the expected length
+    (``expected_columns``; columns beyond it are kept as extra blocks), so the image is built
+    in a single pass over freshly touched memory: a cold open is bound by CPU, and on virtual
+    machines a first touch of a page is costly. The image is time-major, (columns, bins), the
+    layout the STFT produces: storing a batch is a plain cast and the coarser levels pool
+    contiguous rows (see :mod:`workbench.audio.levels`); the pyramid hands out transposed views.
     """
 
     def __init__(self, params: SpectrogramParams, sample_rate: int, pool: int = 1, expected_columns: int = 0) -> None:
@@ -302,7 +305,7 @@ class _StftAccumulator:
         # Leading zeros centre column j's window on samples [j*hop, (j+1)*hop).
         self.buffer = np.zeros(params.n_fft // 2 - params.hop // 2, dtype=np.float32)
         self.n_bins = params.n_mels if self.mel_basis is not None else params.n_fft // 2 + 1
-        self.image = np.empty((self.n_bins, max(math.ceil(expected_columns / pool), 0)), dtype=np.uint8)
+        self.image = np.empty((max(math.ceil(expected_columns / pool), 0), self.n_bins), dtype=np.uint8)
         # The coarser levels are pooled block by block as the columns arrive (see finish).
         self._pooled = StreamingMaxLevels(self.image)
         self.extra: list[np.ndarray] = []  # columns beyond the expected length
@@ -343,15 +346,13 @@ class _StftAccumulator:
         self._store(rows)
 
     def _store(self, rows: np.ndarray) -> None:
-        # The truncating cast (levels are offset by +0.5, see _levels) fused with the transpose.
+        # The truncating cast (levels are offset by +0.5, see _levels).
         n = rows.shape[0]
-        fits = min(n, self.image.shape[1] - self.stored)
+        fits = min(n, self.image.shape[0] - self.stored)
         if fits > 0:
-            np.copyto(self.image[:, self.stored : self.stored + fits], rows[:fits].T, casting="unsafe")
+            np.copyto(self.image[self.stored : self.stored + fits], rows[:fits], casting="unsafe")
         if fits < n:
-            extra = np.empty((self.n_bins, n - max(fits, 0)), dtype=np.uint8)
-            np.copyto(extra, rows[max(fits, 0) :].T, casting="unsafe")
-            self.extra.append(extra)
+            self.extra.append(rows[max(fits, 0) :].astype(np.uint8))
         self.stored += n
 
     def _quantise(self, values: np.ndarray, exponent: int = 1) -> np.ndarray:
@@ -387,7 +388,7 @@ class _StftAccumulator:
         self._pooled.update(self.stored)
 
     def levels(self, image: np.ndarray) -> list[np.ndarray]:
-        """The max-pooled pyramid of ``image`` (what :meth:`finish` returned)."""
+        """The max-pooled pyramid of ``image`` (what :meth:`finish` returned), time-major."""
         return self._pooled.finish(image)
 
     def finish(self, n_samples: int) -> np.ndarray:
@@ -400,10 +401,11 @@ class _StftAccumulator:
         if self.pending is not None:
             self._store(self.pending.max(axis=0, keepdims=True))
             self.pending = None
-        image = self.image[:, : min(self.stored, self.image.shape[1])]
+        image = self.image[: min(self.stored, self.image.shape[0])]
         if self.extra:
-            image = np.concatenate([image, *self.extra], axis=1)
-        return image[:, : math.ceil(wanted / self.pool)]
+            image = np.concatenate([image, *self.extra], axis=0)
+        # Time-major, (columns, bins).
+        return image[: math.ceil(wanted / self.pool)]
 
 
 class _EnvelopeAccumulator:
@@ -493,7 +495,8 @@ class PyramidBuilder:
         mins, maxs = self._envelope.finish()
         duration_s = self.n_samples / self.sample_rate
         pyramid = SpectrogramPyramid(
-            levels=self._stft.levels(image),
+            # (bins, columns) views of the time-major levels.
+            levels=[level.T for level in self._stft.levels(image)],
             frame_hop_s=self.params.hop * self.column_pool / self.sample_rate,
             duration_s=duration_s,
             freqs_hz=_freqs(self.params, self.sample_rate),
@@ -536,7 +539,9 @@ def _write_cache(entry: Path, pyramid: SpectrogramPyramid, waveform: WaveformEnv
     staging = Path(tempfile.mkdtemp(prefix=".tmp-", dir=entry.parent))
     try:
         spec_offsets = np.cumsum([0] + [level.shape[1] for level in pyramid.levels]).tolist()
-        np.save(staging / "spectrogram.npy", np.concatenate(pyramid.levels, axis=1))
+        # Stored time-major (see _StftAccumulator): a window of columns is one contiguous
+        # range of the memory-mapped file, and the computed levels are saved without a transpose.
+        np.save(staging / "spectrogram.npy", np.concatenate([np.asarray(level).T for level in pyramid.levels], axis=0))
         wave_offsets = np.cumsum([0] + [level.shape[0] for level in waveform.mins]).tolist()
         np.save(staging / "envelope.npy", np.stack([np.concatenate(waveform.mins), np.concatenate(waveform.maxs)]))
         np.save(staging / "freqs.npy", np.asarray(pyramid.freqs_hz, dtype=np.float64))
@@ -571,13 +576,13 @@ def _read_cache(entry: Path, params: SpectrogramParams) -> tuple[SpectrogramPyra
     except (OSError, ValueError, KeyError):
         return None
     so, wo = meta["spec_offsets"], meta["wave_offsets"]
-    if so[-1] != spectrogram.shape[1] or wo[-1] != envelope.shape[1]:
+    if spectrogram.ndim != 2 or so[-1] != spectrogram.shape[0] or wo[-1] != envelope.shape[1]:
         return None
     try:
         os.utime(entry / "meta.json")  # marks the entry as recently used for pruning
     except OSError:
         pass
-    levels = [spectrogram[:, a:b] for a, b in zip(so[:-1], so[1:])]
+    levels = [spectrogram[a:b].T for a, b in zip(so[:-1], so[1:])]
     pyramid = SpectrogramPyramid(levels, meta["frame_hop_s"], meta["duration_s"], freqs, params)
     waveform = WaveformEnvelope(
         mins=[envelope[0, a:b] for a, b in zip(wo[:-1], wo[1:])],
