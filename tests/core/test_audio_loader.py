@@ -15,6 +15,7 @@ import soundfile as sf
 from workbench.audio.loader import (
     AudioData,
     AudioError,
+    DecodeStream,
     audio_info,
     content_hash,
     iter_blocks,
@@ -159,6 +160,35 @@ def test_iter_blocks_with_overlap_reassembles(stereo_wav: Path) -> None:
         np.testing.assert_array_equal(block, whole[start : start + block.shape[0]])
     assert starts[:3] == [0, 800, 1600]
     assert starts[-1] + 1000 >= whole.shape[0]
+
+
+def test_decode_stream_reads_longer_only_between_a_short_first_and_short_last_reads(
+    stereo_wav: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    whole = load_audio(stereo_wav).samples  # 8,000 frames
+    reads: list[int] = []
+    real_read = sf.SoundFile.read
+
+    def read(self: sf.SoundFile, frames: int = -1, *args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        reads.append(frames)
+        return real_read(self, frames, *args, **kwargs)
+
+    monkeypatch.setattr(sf.SoundFile, "read", read)
+    stream = DecodeStream(stereo_wav, 500)
+    sizes, got = [], []
+    for start, block in stream.blocks():
+        assert start == sum(sizes)
+        sizes.append(block.shape[0])
+        got.append(block.copy())
+    np.testing.assert_array_equal(np.concatenate(got), whole)
+    np.testing.assert_array_equal(stream.audio().samples, whole)
+    # The consumers see blocks of block_frames whatever the reads were.
+    assert sizes == [500] * 16
+    # The spectrogram starts with the first block and finishes after the last one: those
+    # reads stay one block long; the reads between are four blocks long (fewer reads).
+    # (The very last read, past the header's length, checks that the decoder has ended.)
+    assert reads[0] == 500 and max(reads) == 2000 and reads[-3:] == [500, 500, 500]
+    assert sum(reads[:-1]) == 8000 and len(reads) < 16
 
 
 def test_iter_blocks_streams_a_long_file(tmp_path: Path) -> None:

@@ -197,16 +197,20 @@ def test_direction_after_spectrogram_holds_the_analysis_until_the_spectrogram_is
         # here gives a held-back analysis every chance to show that it started early.
         threading.Event().wait(0.2)
         with lock:
+            if any(thread.name == "aglw-open-direction" for thread in threading.enumerate()):
+                events.append("direction thread running")
             events.append("spectrogram returned")
 
     monkeypatch.setattr(DirectionAnalyzer, "push", push)
     held = open_audio(path, layout="binaural", params=PARAMS, block_frames=2000,
                       direction_after_spectrogram=True, on_spectrogram=on_screen)
-    assert events[0] == "spectrogram returned" and events.count("direction") == 32
+    # Held: its thread does not even exist until the spectrogram is handed over.
+    assert events[0] == "spectrogram returned" and events.count("direction") == sum(1 for _ in DecodeStream(path, 2000).blocks())
     # The same analysis as side by side, over the same blocks.
     events.clear()
     beside = open_audio(path, layout="binaural", params=PARAMS, block_frames=2000, on_spectrogram=on_screen)
     assert events.index("direction") < events.index("spectrogram returned")
+    assert "direction thread running" in events
     assert held.direction == beside.direction and held.direction is not None
 
 

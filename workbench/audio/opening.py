@@ -32,6 +32,8 @@ OPEN_BLOCK_FRAMES = 1 << 17
 # How much lower the direction thread's scheduling priority is when the spectrogram comes first
 # (Linux nice steps: +10 gets ~10 % of a core while the decoder and the spectrogram want both).
 _BACKGROUND_NICE = 10
+# Blocks the decoder may be ahead of the spectrogram (see open_audio).
+_DECODE_AHEAD_BLOCKS = 16
 _END = object()
 
 Pyramids = tuple[SpectrogramPyramid, WaveformEnvelope]
@@ -71,23 +73,23 @@ class OpenedAudio:
 class _DirectionThread:
     """Runs a :class:`DirectionAnalyzer` on its own thread over blocks handed to :meth:`put`.
 
-    With ``hold``, the analysis starts only once :meth:`release` is called (or the thread is
-    abandoned); the blocks put meanwhile wait in the queue.
+    With ``hold``, the thread starts only once :meth:`release` (or :meth:`close`) is called;
+    the blocks put meanwhile wait in the queue. Not starting it before then also keeps its
+    start-up (a hand-over of the GIL while the window's thread runs Python) out of the time
+    before the decoder's first read.
     """
 
     def __init__(self, analyzer: DirectionAnalyzer, nice: int = 0, hold: bool = False) -> None:
         self.analyzer = analyzer
         self.nice = nice
-        self.released = threading.Event()
-        if not hold:
-            self.released.set()
         self.blocks: queue.SimpleQueue[object] = queue.SimpleQueue()
         self.result: DirectionAnalysis | None = None
         self.error: BaseException | None = None
         self.busy_s = 0.0
         self.stopped = threading.Event()
         self.thread = threading.Thread(target=self._run, name="aglw-open-direction", daemon=True)
-        self.thread.start()
+        if not hold:
+            self.thread.start()
 
     def _lower_priority(self) -> None:
         # Linux keeps a nice value per thread: this lowers this thread only. Elsewhere (or if
@@ -101,7 +103,6 @@ class _DirectionThread:
     def _run(self) -> None:
         if self.nice:
             self._lower_priority()
-        self.released.wait()
         try:
             while True:
                 block = self.blocks.get()
@@ -122,12 +123,13 @@ class _DirectionThread:
 
     def release(self) -> None:
         """Let a held analysis start."""
-        self.released.set()
+        if self.thread.ident is None:  # not started yet (only the opening thread calls this)
+            self.thread.start()
 
     def close(self) -> DirectionAnalysis:
         """Wait for the analysis of everything put (re-raising its error)."""
         self.blocks.put(_END)
-        self.released.set()
+        self.release()
         self.thread.join()
         if self.error is not None:
             raise self.error
@@ -135,10 +137,9 @@ class _DirectionThread:
         return self.result
 
     def abandon(self) -> None:
-        """Stop without a result (the open was cancelled or failed)."""
+        """Stop without a result (the open was cancelled or failed); a held thread never starts."""
         self.stopped.set()
         self.blocks.put(_END)
-        self.released.set()
 
 
 def open_audio(
@@ -234,7 +235,9 @@ def open_audio(
                                   hold=direction_after_spectrogram and on_spectrogram is not None)
     pyramid_s = direction_s = 0.0
     decoded_at = start
-    blocks = prefetched(block for _, block in stream.blocks())
+    # The blocks are views of the playback buffer, so letting the decoder run far ahead costs
+    # no memory; it must not wait for the spectrogram to take the blocks of a longer read.
+    blocks = prefetched((block for _, block in stream.blocks()), depth=_DECODE_AHEAD_BLOCKS)
     try:
         for block in blocks:
             if check_cancel is not None:
