@@ -17,6 +17,7 @@ from storage.models import (
     Tag,
     TaggerRun,
 )
+from workbench.errors import InputError
 from workbench.labels import LabelService
 from workbench.review.rules import judge_disagreement, labels_entered, review_queue
 from workbench.review.service import ReviewService
@@ -145,6 +146,36 @@ def test_clip_detail(project) -> None:  # type: ignore[no-untyped-def]
     assert labels_entered(service.clip_detail(c1, me.id))
     escaped = service.clip_detail(c2, me.id)
     assert escaped.audio_path is None and "outside the media roots" in escaped.audio_problem
+
+
+def test_audio_source_resolves_the_audio_as_clip_detail_does(project, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The review window opens the audio from audio_source before clip_detail has run: both say
+    the same, whichever media root holds the file."""
+    store, (c1, c2) = project
+    second = tmp_path / "second"
+    second.mkdir()
+    (second / "two.wav").write_bytes(b"")
+    with store.write() as s:
+        dataset_id = s.get(Clip, c1).dataset_id
+        s.add(MediaRoot(dataset_id=dataset_id, path=str(second)))
+        c3 = Clip(dataset_id=dataset_id, key="k3", audio_path="two.wav", layout="foa", layout_override="binaural")
+        c4 = Clip(dataset_id=dataset_id, key="k4", audio_path=None)
+        s.add_all([c3, c4])
+        s.flush()
+        more = (c3.id, c4.id)
+    me = LabelService(store).ensure_annotator("me")
+    service = ReviewService(store, {}, {})
+    for clip_id in (c1, c2, *more):
+        source, detail = service.audio_source(clip_id), service.clip_detail(clip_id, me.id)
+        assert (source.clip_id, source.key) == (clip_id, detail.key)
+        assert (source.audio_path, source.audio_problem) == (detail.audio_path, detail.audio_problem)
+    assert service.audio_source(c1).audio_path == (tmp_path / "media" / "one.wav").resolve()
+    three = service.audio_source(more[0])
+    assert three.audio_path == (second / "two.wav").resolve() and three.layout == "binaural"
+    assert "outside the media roots" in service.audio_source(c2).audio_problem
+    assert service.audio_source(more[1]).audio_path is None and "no audio linked" in service.audio_source(more[1]).audio_problem
+    with pytest.raises(InputError, match="no clip with id"):
+        service.audio_source(10_000)
 
 
 # --------------------------------------------------------------------------- direction view

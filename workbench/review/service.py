@@ -394,10 +394,23 @@ class ReviewService:
         InputError
             If the clip does not exist.
         """
+        # One narrow statement (the clip's few audio columns beside each media root of its
+        # dataset): it runs on the GUI thread before the decode can start, and on the first
+        # clip after start-up its compilation is part of what the reviewer waits for.
+        statement = (
+            select(Clip.key, Clip.audio_path, Clip.layout, Clip.layout_override, MediaRoot.path)
+            .outerjoin(MediaRoot, col(MediaRoot.dataset_id) == col(Clip.dataset_id))
+            .where(Clip.id == clip_id)
+            .order_by(col(MediaRoot.id))
+        )
         with self.store.session() as s:
-            clip, roots = _clip_and_roots(s, clip_id)
-        path, problem = _resolve_audio(clip, roots)
-        return AudioSource(clip.id, clip.key, path, problem, clip.layout_override or clip.layout)
+            rows = s.exec(statement).all()
+        if not rows:
+            raise InputError(f"no clip with id {clip_id} in this project")
+        key, audio_path, layout, layout_override, _root = rows[0]
+        roots = [Path(root) for *_columns, root in rows if root is not None]
+        path, problem = _resolve_clip_audio(key, audio_path, roots)
+        return AudioSource(clip_id, key, path, problem, layout_override or layout)
 
     def clip_id_for_key(self, key: str) -> int:
         """The id of the clip with dataset key ``key``; InputError when unknown or ambiguous."""
@@ -427,14 +440,19 @@ def _clip_and_roots(session: Session, clip_id: int) -> tuple[Clip, list[Path]]:
     clip = session.get(Clip, clip_id)
     if clip is None:
         raise InputError(f"no clip with id {clip_id} in this project")
-    roots = [Path(r.path) for r in session.exec(select(MediaRoot).where(MediaRoot.dataset_id == clip.dataset_id))]
+    statement = select(MediaRoot).where(MediaRoot.dataset_id == clip.dataset_id).order_by(col(MediaRoot.id))
+    roots = [Path(r.path) for r in session.exec(statement)]  # in the order audio_source tries them
     return clip, roots
 
 
 def _resolve_audio(clip: Clip, roots: list[Path]) -> tuple[Path | None, str | None]:
+    return _resolve_clip_audio(clip.key, clip.audio_path, roots)
+
+
+def _resolve_clip_audio(key: str, audio_path: str | None, roots: list[Path]) -> tuple[Path | None, str | None]:
     from workbench.media import clip_audio
 
-    status = clip_audio(clip.key, clip.audio_path, roots)
+    status = clip_audio(key, audio_path, roots)
     return (status.path, None) if status.ok else (None, status.message)
 
 
