@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workbench.audio.levels import StreamingMaxLevels, build_levels, pool_pairs_max
+from workbench.audio.levels import StreamingLevels, build_levels, pool_pairs_max, pool_pairs_min
 
 
 def _reference(base: np.ndarray) -> list[np.ndarray]:
@@ -34,7 +34,7 @@ def test_streaming_levels_equal_the_levels_of_the_finished_image(
     # what was written (a tail cut off), or longer (columns beyond it kept apart).
     final = stream[:final_width]
     image = np.empty((capacity, 3), dtype=np.uint8)
-    levels = StreamingMaxLevels(image)
+    levels = StreamingLevels(image)
     written = 0
     for cut in sorted(min(cut, capacity) for cut in cuts):
         image[written:cut] = stream[written:cut]
@@ -51,7 +51,7 @@ def test_a_full_stream_pools_everything_before_the_end() -> None:
     rng = np.random.default_rng(3)
     final = rng.integers(0, 256, size=(64, 5), dtype=np.uint8)
     image = np.empty_like(final)
-    levels = StreamingMaxLevels(image)
+    levels = StreamingLevels(image)
     for written in range(8, 65, 8):
         image[written - 8 : written] = final[written - 8 : written]
         levels.update(written)
@@ -68,3 +68,29 @@ def test_pool_pairs_max_along_either_axis() -> None:
     np.testing.assert_array_equal(pool_pairs_max(image), [[5, 2], [4, 9]])
     np.testing.assert_array_equal(pool_pairs_max(image, axis=0), [[4, 5, 9]])
     np.testing.assert_array_equal(pool_pairs_max(image.T, axis=0), pool_pairs_max(image).T)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    capacity=st.integers(0, 70),
+    final_width=st.integers(1, 90),
+    cuts=st.lists(st.integers(0, 90), max_size=8),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_streaming_minima_of_a_1d_envelope_equal_the_plain_pooling(
+    capacity: int, final_width: int, cuts: list[int], seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    stream = rng.standard_normal(max(capacity, final_width)).astype(np.float32)
+    final = stream[:final_width]
+    values = np.empty(capacity, dtype=np.float32)
+    levels = StreamingLevels(values, np.minimum)
+    written = 0
+    for cut in sorted(min(cut, capacity) for cut in cuts):
+        values[written:cut] = stream[written:cut]
+        written = max(written, cut)
+        levels.update(written)
+    got, want = levels.finish(final), build_levels(final, pool_pairs_min)
+    assert len(got) == len(want)
+    for k, (a, b) in enumerate(zip(got, want)):
+        np.testing.assert_array_equal(a, b, err_msg=f"level {k}")

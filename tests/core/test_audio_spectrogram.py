@@ -10,6 +10,7 @@ import pytest
 import soundfile as sf
 
 from workbench.audio import spectrogram as spectrogram_module
+from workbench.audio.levels import pool_pairs_max, pool_pairs_min
 from workbench.audio.loader import AudioData, AudioInfo, content_hash, load_audio
 from workbench.audio.spectrogram import ENVELOPE_BUCKET, SpectrogramParams, compute_pyramids
 
@@ -332,3 +333,24 @@ def test_image_is_the_same_whatever_the_length_estimate(pool: int) -> None:
     assert images[0].shape == (math.ceil(true_columns / pool), params.n_fft // 2 + 1)
     for image in images[1:]:
         np.testing.assert_array_equal(image, images[0])
+
+
+@pytest.mark.parametrize("estimate", [0.0, 0.5, 1.0, 2.0])
+def test_envelope_levels_are_the_same_whatever_the_length_estimate(estimate: float) -> None:
+    """The envelope's buckets go into arrays sized from the header's length, which may be wrong."""
+    rng = np.random.default_rng(8)
+    mono = (rng.standard_normal(RATE * 3 + 7) * 0.3).astype(np.float32)
+    accumulator = spectrogram_module._EnvelopeAccumulator(16, expected_buckets=int(mono.size / 16 * estimate))
+    for start in range(0, mono.size, 5003):
+        accumulator.feed(mono[start : start + 5003])
+    mins, maxs = accumulator.finish()
+    whole = mono[: mono.size - mono.size % 16].reshape(-1, 16)
+    tail = mono[whole.size :]
+    want_min = np.append(whole.min(axis=1), tail.min())
+    want_max = np.append(whole.max(axis=1), tail.max())
+    np.testing.assert_array_equal(mins[0], want_min)
+    np.testing.assert_array_equal(maxs[0], want_max)
+    for k in range(1, len(mins)):
+        np.testing.assert_array_equal(mins[k], pool_pairs_min(mins[k - 1]))
+        np.testing.assert_array_equal(maxs[k], pool_pairs_max(maxs[k - 1]))
+    assert mins[-1].size == 1 and mins[-1][0] == mono.min() and maxs[-1][0] == mono.max()

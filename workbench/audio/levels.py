@@ -5,7 +5,7 @@ itself), so level k's column j covers level-0 columns [j*2**k, (j+1)*2**k) clipp
 image. The spectrogram pools with max (a short loud event stays visible at every zoom), the
 waveform envelope with min for its minima and max for its maxima.
 
-:class:`StreamingMaxLevels` builds the coarser levels of an image while its columns are still
+:class:`StreamingLevels` builds the coarser levels of an image while its columns are still
 being written (a clip being decoded), so that when the last block arrives only its last few
 columns are left to pool: on a cold open the spectrogram then reaches the screen without a
 ~15 ms pass over the whole image (P2). It works on the image stored time-major, (columns,
@@ -13,7 +13,8 @@ rows), as the spectrogram keeps it: a column is then a contiguous row of bins, s
 batch of STFT frames is a plain cast and pooling a pair of columns is one vectorised maximum
 of two contiguous rows (the (rows, columns) layout needed a transposing write and strided
 pairs: ~40 ms more CPU per cold open of a 140 s clip). Its result equals :func:`build_levels`
-with :func:`pool_pairs_max` along axis 0 of the finished image.
+with :func:`pool_pairs_max` (or ``_min``) along axis 0 of the finished image. The waveform
+envelope's minima and maxima (1-D) are pooled the same way.
 """
 
 from __future__ import annotations
@@ -23,19 +24,22 @@ from collections.abc import Callable
 import numpy as np
 
 
+def _pool_pairs(values: np.ndarray, axis: int, reduce: np.ufunc) -> np.ndarray:
+    axis = axis % values.ndim
+    before = (slice(None),) * axis
+    if values.shape[axis] % 2:
+        values = np.concatenate([values, values[(*before, slice(-1, None))]], axis=axis)
+    return reduce(values[(*before, slice(0, None, 2))], values[(*before, slice(1, None, 2))])
+
+
 def pool_pairs_max(image: np.ndarray, axis: int = -1) -> np.ndarray:
     """Max of each pair of columns along ``axis`` (default the last); an odd last one stays as it is."""
-    image = np.moveaxis(image, axis, -1)
-    if image.shape[-1] % 2:
-        image = np.concatenate([image, image[..., -1:]], axis=-1)
-    return np.moveaxis(np.maximum(image[..., 0::2], image[..., 1::2]), -1, axis)
+    return _pool_pairs(image, axis, np.maximum)
 
 
-def pool_pairs_min(values: np.ndarray) -> np.ndarray:
-    """Min of each pair of columns (last axis); an odd last column stays as it is."""
-    if values.shape[-1] % 2:
-        values = np.concatenate([values, values[..., -1:]], axis=-1)
-    return np.minimum(values[..., 0::2], values[..., 1::2])
+def pool_pairs_min(values: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Min of each pair of columns along ``axis`` (default the last); an odd last one stays as it is."""
+    return _pool_pairs(values, axis, np.minimum)
 
 
 def build_levels(base: np.ndarray, pool: Callable[[np.ndarray], np.ndarray]) -> list[np.ndarray]:
@@ -62,14 +66,17 @@ def _n_pooled(n: int) -> int:
     return (n + 1) // 2
 
 
-class StreamingMaxLevels:
-    """The max-pooled levels of a uint8 image stored time-major, (columns, rows), whose columns are written in order.
+class StreamingLevels:
+    """The pooled levels of an image stored time-major, (columns, ...), whose columns are written in order.
 
     Parameters
     ----------
     image
-        The preallocated level-0 image, shaped (columns, rows); its length is the expected
-        number of columns.
+        The preallocated level-0 image, shaped (columns, rows) or (columns,); its length is the
+        expected number of columns.
+    reduce
+        How a pair of columns is pooled: ``np.maximum`` (the spectrogram, the envelope's
+        maxima) or ``np.minimum`` (the envelope's minima).
 
     Call :meth:`update` with the number of columns written so far (they must not change
     afterwards), and :meth:`finish` with the final level-0 image, whose first columns are
@@ -77,8 +84,9 @@ class StreamingMaxLevels:
     time-major too.
     """
 
-    def __init__(self, image: np.ndarray) -> None:
+    def __init__(self, image: np.ndarray, reduce: np.ufunc = np.maximum) -> None:
         self.image = image
+        self.reduce = reduce
         self.levels: list[np.ndarray] = []
         width = image.shape[0]
         while width > 1:
@@ -94,7 +102,7 @@ class StreamingMaxLevels:
             pairs = available // 2
             first = self.done[k]
             if pairs > first:
-                np.maximum(below[2 * first : 2 * pairs : 2], below[2 * first + 1 : 2 * pairs : 2], out=level[first:pairs])
+                self.reduce(below[2 * first : 2 * pairs : 2], below[2 * first + 1 : 2 * pairs : 2], out=level[first:pairs])
                 self.done[k] = pairs
             below, available = level, self.done[k]
             if available < 2:
@@ -118,7 +126,7 @@ class StreamingMaxLevels:
                 if kept:
                     level[:kept] = self.levels[k][:kept]
             if kept < width:
-                level[kept:] = pool_pairs_max(below[2 * kept :], axis=0)
+                level[kept:] = _pool_pairs(below[2 * kept :], 0, self.reduce)
             levels.append(level)
             valid, k = kept, k + 1
         return levels

@@ -37,7 +37,7 @@ import numpy as np
 import scipy.fft
 import scipy.signal
 
-from workbench.audio.levels import StreamingMaxLevels, build_levels, pick_level, pool_pairs_max, pool_pairs_min
+from workbench.audio.levels import StreamingLevels, pick_level
 from workbench.audio.loader import AudioData, AudioError, audio_info, content_hash as file_content_hash, iter_blocks
 from workbench.config import cache_dir as user_cache_dir
 
@@ -307,7 +307,7 @@ class _StftAccumulator:
         self.n_bins = params.n_mels if self.mel_basis is not None else params.n_fft // 2 + 1
         self.image = np.empty((max(math.ceil(expected_columns / pool), 0), self.n_bins), dtype=np.uint8)
         # The coarser levels are pooled block by block as the columns arrive (see finish).
-        self._pooled = StreamingMaxLevels(self.image)
+        self._pooled = StreamingLevels(self.image)
         self.extra: list[np.ndarray] = []  # columns beyond the expected length
         self.stored = 0  # image columns written (after pooling)
         self.n_columns = 0  # STFT frames computed
@@ -409,11 +409,30 @@ class _StftAccumulator:
 
 
 class _EnvelopeAccumulator:
-    def __init__(self, bucket: int = ENVELOPE_BUCKET) -> None:
+    """Minimum and maximum of each bucket of mono samples, and their pooled levels.
+
+    Like the spectrogram's image, both are written into arrays sized from the expected length
+    (``expected_buckets``; buckets beyond it are kept apart) and their coarser levels are pooled
+    as the buckets arrive, so that finishing leaves only the last few to pool.
+    """
+
+    def __init__(self, bucket: int = ENVELOPE_BUCKET, expected_buckets: int = 0) -> None:
         self.bucket = bucket
         self.carry = np.zeros(0, dtype=np.float32)
-        self.mins: list[np.ndarray] = []
-        self.maxs: list[np.ndarray] = []
+        self.mins = np.empty(max(expected_buckets, 0), dtype=np.float32)
+        self.maxs = np.empty_like(self.mins)
+        self._pooled_mins = StreamingLevels(self.mins, np.minimum)
+        self._pooled_maxs = StreamingLevels(self.maxs, np.maximum)
+        self.extra: list[tuple[np.ndarray, np.ndarray]] = []  # buckets beyond the expected length
+        self.stored = 0
+
+    def _store(self, mins: np.ndarray, maxs: np.ndarray) -> None:
+        fits = max(min(mins.size, self.mins.size - self.stored), 0)
+        self.mins[self.stored : self.stored + fits] = mins[:fits]
+        self.maxs[self.stored : self.stored + fits] = maxs[:fits]
+        if fits < mins.size:
+            self.extra.append((mins[fits:], maxs[fits:]))
+        self.stored += mins.size
 
     def feed(self, mono: np.ndarray) -> None:
         data = np.concatenate([self.carry, mono]) if self.carry.size else mono
@@ -422,20 +441,24 @@ class _EnvelopeAccumulator:
             # Bucket-major copy: the reductions then run over long contiguous rows (several
             # times faster than reducing each short bucket).
             buckets = np.ascontiguousarray(data[:whole].reshape(-1, self.bucket).T)
-            self.mins.append(buckets.min(axis=0))
-            self.maxs.append(buckets.max(axis=0))
+            self._store(buckets.min(axis=0), buckets.max(axis=0))
+            self._pooled_mins.update(self.stored)
+            self._pooled_maxs.update(self.stored)
         self.carry = np.array(data[whole:], dtype=np.float32)
 
-    def finish(self) -> tuple[np.ndarray, np.ndarray]:
+    def finish(self) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """The levels of the minima and of the maxima (level 0: one value per bucket)."""
         if self.carry.size:
-            self.mins.append(np.array([self.carry.min()], dtype=np.float32))
-            self.maxs.append(np.array([self.carry.max()], dtype=np.float32))
-        if not self.mins:
-            return np.zeros(1, dtype=np.float32), np.zeros(1, dtype=np.float32)
-        return (
-            np.concatenate(self.mins).astype(np.float32, copy=False),
-            np.concatenate(self.maxs).astype(np.float32, copy=False),
-        )
+            self._store(np.array([self.carry.min()], dtype=np.float32), np.array([self.carry.max()], dtype=np.float32))
+            self.carry = np.zeros(0, dtype=np.float32)
+        if not self.stored:
+            return [np.zeros(1, dtype=np.float32)], [np.zeros(1, dtype=np.float32)]
+        kept = min(self.stored, self.mins.size)
+        mins, maxs = self.mins[:kept], self.maxs[:kept]
+        if self.extra:
+            mins = np.concatenate([mins, *(m for m, _ in self.extra)])
+            maxs = np.concatenate([maxs, *(m for _, m in self.extra)])
+        return self._pooled_mins.finish(mins), self._pooled_maxs.finish(maxs)
 
 
 def _freqs(params: SpectrogramParams, sample_rate: int) -> np.ndarray:
@@ -476,7 +499,7 @@ class PyramidBuilder:
         self._stft = _StftAccumulator(
             params, sample_rate, self.column_pool, expected_columns=math.ceil(expected_frames / params.hop)
         )
-        self._envelope = _EnvelopeAccumulator(self.bucket)
+        self._envelope = _EnvelopeAccumulator(self.bucket, expected_buckets=math.ceil(expected_frames / self.bucket))
         self.n_samples = 0
 
     def feed_mono(self, mono: np.ndarray) -> None:
@@ -492,7 +515,7 @@ class PyramidBuilder:
     def finish(self) -> tuple[SpectrogramPyramid, WaveformEnvelope]:
         """The pyramid and envelope of everything fed."""
         image = self._stft.finish(self.n_samples)
-        mins, maxs = self._envelope.finish()
+        mins, maxs = self._envelope.finish()  # their levels
         duration_s = self.n_samples / self.sample_rate
         pyramid = SpectrogramPyramid(
             # (bins, columns) views of the time-major levels.
@@ -503,8 +526,8 @@ class PyramidBuilder:
             params=self.params,
         )
         waveform = WaveformEnvelope(
-            mins=build_levels(mins, pool_pairs_min),
-            maxs=build_levels(maxs, pool_pairs_max),
+            mins=mins,
+            maxs=maxs,
             bucket_s=self.bucket / self.sample_rate,
             duration_s=duration_s,
         )
