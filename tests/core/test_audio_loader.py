@@ -163,9 +163,14 @@ def test_iter_blocks_with_overlap_reassembles(stereo_wav: Path) -> None:
 
 
 def test_decode_stream_reads_longer_only_between_a_short_first_and_short_last_reads(
-    stereo_wav: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    whole = load_audio(stereo_wav).samples  # 8,000 frames
+    from workbench.audio import loader
+
+    rng = np.random.default_rng(4)
+    path = tmp_path / "long.wav"
+    sf.write(path, (rng.standard_normal((40_000, 2)) * 0.1).astype(np.float32), 8000, subtype="FLOAT")
+    whole = load_audio(path).samples
     reads: list[int] = []
     real_read = sf.SoundFile.read
 
@@ -174,7 +179,7 @@ def test_decode_stream_reads_longer_only_between_a_short_first_and_short_last_re
         return real_read(self, frames, *args, **kwargs)
 
     monkeypatch.setattr(sf.SoundFile, "read", read)
-    stream = DecodeStream(stereo_wav, 500)
+    stream = DecodeStream(path, 500)
     sizes, got = [], []
     for start, block in stream.blocks():
         assert start == sum(sizes)
@@ -183,12 +188,15 @@ def test_decode_stream_reads_longer_only_between_a_short_first_and_short_last_re
     np.testing.assert_array_equal(np.concatenate(got), whole)
     np.testing.assert_array_equal(stream.audio().samples, whole)
     # The consumers see blocks of block_frames whatever the reads were.
-    assert sizes == [500] * 16
-    # The spectrogram starts with the first block and finishes after the last one: those
-    # reads stay one block long; the reads between are four blocks long (fewer reads).
+    assert sizes == [500] * 80
+    # The spectrogram starts with the first block and should have caught up when the decoder
+    # ends: the first read and the last ones stay one block long; those between are longer.
     # (The very last read, past the header's length, checks that the decoder has ended.)
-    assert reads[0] == 500 and max(reads) == 2000 and reads[-3:] == [500, 500, 500]
-    assert sum(reads[:-1]) == 8000 and len(reads) < 16
+    longer = 500 * loader._MIDDLE_READ_BLOCKS
+    short_tail = reads[-1 - loader._SHORT_LAST_READS : -1]
+    assert reads[0] == 500 and longer in reads and set(short_tail) == {500}
+    assert set(reads[1 : reads.index(500, 1)]) == {longer}
+    assert sum(reads[:-1]) == 40_000 and len(reads) < 80
 
 
 def test_iter_blocks_streams_a_long_file(tmp_path: Path) -> None:
