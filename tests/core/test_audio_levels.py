@@ -12,9 +12,10 @@ from hypothesis import strategies as st
 from workbench.audio.levels import StreamingLevels, build_levels, pool_pairs_max, pool_pairs_min
 
 
-def _reference(base: np.ndarray) -> list[np.ndarray]:
+def _reference(base: np.ndarray, reduce: np.ufunc) -> list[np.ndarray]:
     """Pooled along axis 0 the plain way: pairs of the transposed image's last axis."""
-    return [level.T for level in build_levels(base.T, pool_pairs_max)]
+    pool = pool_pairs_max if reduce is np.maximum else pool_pairs_min
+    return [level.T for level in build_levels(base.T, pool)]
 
 
 @settings(max_examples=300, deadline=None)
@@ -23,25 +24,31 @@ def _reference(base: np.ndarray) -> list[np.ndarray]:
     final_width=st.integers(1, 90),
     cuts=st.lists(st.integers(0, 90), max_size=8),
     seed=st.integers(0, 2**32 - 1),
+    envelope=st.booleans(),
 )
 def test_streaming_levels_equal_the_levels_of_the_finished_image(
-    capacity: int, final_width: int, cuts: list[int], seed: int
+    capacity: int, final_width: int, cuts: list[int], seed: int, envelope: bool
 ) -> None:
+    """A spectrogram image (uint8, max) or an envelope's minima (1-D float32, min)."""
     rng = np.random.default_rng(seed)
-    stream = rng.integers(0, 256, size=(max(capacity, final_width), 3), dtype=np.uint8)
+    width = max(capacity, final_width)
+    if envelope:
+        stream, reduce = rng.standard_normal(width).astype(np.float32), np.minimum
+    else:
+        stream, reduce = rng.integers(0, 256, size=(width, 3), dtype=np.uint8), np.maximum
     # Columns are written in order and never change. The final image starts with them but may
     # be shorter than what was preallocated (a generous length estimate), even shorter than
     # what was written (a tail cut off), or longer (columns beyond it kept apart).
     final = stream[:final_width]
-    image = np.empty((capacity, 3), dtype=np.uint8)
-    levels = StreamingLevels(image)
+    image = np.empty((capacity, *stream.shape[1:]), dtype=stream.dtype)
+    levels = StreamingLevels(image, reduce)
     written = 0
     for cut in sorted(min(cut, capacity) for cut in cuts):
         image[written:cut] = stream[written:cut]
         written = max(written, cut)
         levels.update(written)
     got = levels.finish(final)
-    want = _reference(final)
+    want = _reference(final, reduce)
     assert len(got) == len(want)
     for k, (a, b) in enumerate(zip(got, want)):
         np.testing.assert_array_equal(a, b, err_msg=f"level {k}")
@@ -59,7 +66,7 @@ def test_a_full_stream_pools_everything_before_the_end() -> None:
     assert levels.done == [32, 16, 8, 4, 2, 1]
     got = levels.finish(image)
     assert all(np.shares_memory(a, b) for a, b in zip(got[1:], levels.levels))
-    for a, b in zip(got, _reference(final)):
+    for a, b in zip(got, _reference(final, np.maximum)):
         np.testing.assert_array_equal(a, b)
 
 
@@ -69,28 +76,3 @@ def test_pool_pairs_max_along_either_axis() -> None:
     np.testing.assert_array_equal(pool_pairs_max(image, axis=0), [[4, 5, 9]])
     np.testing.assert_array_equal(pool_pairs_max(image.T, axis=0), pool_pairs_max(image).T)
 
-
-@settings(max_examples=150, deadline=None)
-@given(
-    capacity=st.integers(0, 70),
-    final_width=st.integers(1, 90),
-    cuts=st.lists(st.integers(0, 90), max_size=8),
-    seed=st.integers(0, 2**32 - 1),
-)
-def test_streaming_minima_of_a_1d_envelope_equal_the_plain_pooling(
-    capacity: int, final_width: int, cuts: list[int], seed: int
-) -> None:
-    rng = np.random.default_rng(seed)
-    stream = rng.standard_normal(max(capacity, final_width)).astype(np.float32)
-    final = stream[:final_width]
-    values = np.empty(capacity, dtype=np.float32)
-    levels = StreamingLevels(values, np.minimum)
-    written = 0
-    for cut in sorted(min(cut, capacity) for cut in cuts):
-        values[written:cut] = stream[written:cut]
-        written = max(written, cut)
-        levels.update(written)
-    got, want = levels.finish(final), build_levels(final, pool_pairs_min)
-    assert len(got) == len(want)
-    for k, (a, b) in enumerate(zip(got, want)):
-        np.testing.assert_array_equal(a, b, err_msg=f"level {k}")
