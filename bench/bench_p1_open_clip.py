@@ -84,7 +84,8 @@ def main(repeats: int = 5) -> int:
     from workbench.audio.direction import analyze_samples, gcc_phat_frames
     from workbench.audio.loader import content_hash, load_audio
     from workbench.audio.service import open_clip
-    from workbench.audio.spectrogram import SpectrogramParams, compute_pyramids, wait_for_cache_writes
+    from workbench.audio.pyramid_cache import compute_pyramids, wait_for_cache_writes
+    from workbench.audio.spectrogram import SpectrogramParams
 
     params = SpectrogramParams()
     behind_times: list[float] = []

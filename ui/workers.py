@@ -185,7 +185,7 @@ def load_clip_audio(
     paint, and the rest is never delivered before it.
     """
     from workbench.audio.opening import open_audio
-    from workbench.audio.spectrogram import cached_pyramids, store_pyramids
+    from workbench.audio.pyramid_cache import cached_pyramids, store_pyramids
 
     def checkpoint() -> None:
         if cancelled.is_set():

@@ -15,7 +15,8 @@ from workbench.audio import synth
 from workbench.audio.direction import DirectionAnalyzer, analyze_samples
 from workbench.audio.loader import AudioError, DecodeStream, load_audio
 from workbench.audio.opening import open_audio
-from workbench.audio.spectrogram import SpectrogramParams, compute_pyramids
+from workbench.audio.pyramid_cache import compute_pyramids
+from workbench.audio.spectrogram import SpectrogramParams
 
 RATE = 16000
 PARAMS = SpectrogramParams(n_fft=512, hop=128)

@@ -12,7 +12,9 @@ import soundfile as sf
 from workbench.audio import spectrogram as spectrogram_module
 from workbench.audio.levels import pool_pairs_max, pool_pairs_min
 from workbench.audio.loader import AudioData, AudioInfo, content_hash, load_audio
-from workbench.audio.spectrogram import ENVELOPE_BUCKET, SpectrogramParams, compute_pyramids
+from workbench.audio import pyramid_cache
+from workbench.audio.pyramid_cache import compute_pyramids
+from workbench.audio.spectrogram import ENVELOPE_BUCKET, SpectrogramParams
 
 RATE = 8000
 
@@ -142,7 +144,7 @@ def test_cache_hit_is_identical_and_does_not_recompute(tmp_path: Path, monkeypat
     cache = tmp_path / "cache"
     first, first_env = compute_pyramids(path, params, cache_dir=cache)
     calls = []
-    monkeypatch.setattr(spectrogram_module, "_compute", lambda *a, **k: calls.append(a) or (_ for _ in ()).throw(AssertionError("recomputed")))
+    monkeypatch.setattr(pyramid_cache, "build_pyramids", lambda *a, **k: calls.append(a) or (_ for _ in ()).throw(AssertionError("recomputed")))
     second, second_env = compute_pyramids(path, params, cache_dir=cache)
     assert calls == []
     assert len(second.levels) == len(first.levels)
@@ -189,7 +191,7 @@ def test_bad_params_are_refused() -> None:
 def test_cache_is_pruned_least_recently_used_first(tmp_path: Path) -> None:
     import os
 
-    from workbench.audio.spectrogram import prune_cache
+    from workbench.audio.pyramid_cache import prune_cache
 
     cache = tmp_path / "cache"
     params = SpectrogramParams(n_fft=256, hop=64)
@@ -300,18 +302,18 @@ def test_write_behind_returns_before_the_entry_is_written(tmp_path: Path, monkey
     sf.write(path, 0.1 * np.sin(np.arange(48_000) / 10.0).astype(np.float32), 16_000)
     cache = tmp_path / "cache"
     release = threading.Event()
-    original = spectrogram_module._write_cache
+    original = pyramid_cache._write_cache
 
     def slow_write(*args, **kwargs):  # type: ignore[no-untyped-def]
         release.wait(5)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(spectrogram_module, "_write_cache", slow_write)
+    monkeypatch.setattr(pyramid_cache, "_write_cache", slow_write)
     pyramid, _ = compute_pyramids(path, cache_dir=cache, write_behind=True)
     assert not any(cache.glob("*/levels*")) and not [p for p in cache.glob("*") if not p.name.startswith(".")]
     release.set()
-    spectrogram_module.wait_for_cache_writes()
-    monkeypatch.setattr(spectrogram_module, "_compute", lambda *a, **k: pytest.fail("recomputed"))
+    pyramid_cache.wait_for_cache_writes()
+    monkeypatch.setattr(pyramid_cache, "build_pyramids", lambda *a, **k: pytest.fail("recomputed"))
     again, _ = compute_pyramids(path, cache_dir=cache)
     np.testing.assert_array_equal(np.asarray(again.levels[0]), np.asarray(pyramid.levels[0]))
 

@@ -9,7 +9,8 @@ import pytest
 
 from workbench.audio.loader import AudioError, audio_info, iter_blocks, load_audio
 from workbench.audio.service import analyze_file
-from workbench.audio.spectrogram import SpectrogramParams, compute_pyramids
+from workbench.audio.pyramid_cache import compute_pyramids
+from workbench.audio.spectrogram import SpectrogramParams
 
 pytestmark = pytest.mark.integration
 

@@ -120,7 +120,8 @@ def test_open_clip_decodes_once_and_matches_each_stage(tmp_path: Path) -> None:
     from workbench.audio import synth
     from workbench.audio.direction import analyze_file
     from workbench.audio.service import open_clip
-    from workbench.audio.spectrogram import SpectrogramParams, compute_pyramids
+    from workbench.audio.pyramid_cache import compute_pyramids
+    from workbench.audio.spectrogram import SpectrogramParams
 
     rate = 16000
     samples = synth.woodworth_binaural(synth.white_noise(rate * 3, np.random.default_rng(8)), rate, 35.0)
@@ -151,7 +152,8 @@ def test_open_clip_decodes_once_and_matches_each_stage(tmp_path: Path) -> None:
 
 def test_open_clip_can_write_the_cache_behind(tmp_path: Path) -> None:
     from workbench.audio.service import open_clip
-    from workbench.audio.spectrogram import SpectrogramParams, wait_for_cache_writes
+    from workbench.audio.pyramid_cache import wait_for_cache_writes
+    from workbench.audio.spectrogram import SpectrogramParams
 
     path = _tone(tmp_path / "pair.wav", 0.3, seconds=2.0)
     params = SpectrogramParams(n_fft=512, hop=128)

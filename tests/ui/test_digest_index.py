@@ -12,7 +12,8 @@ import soundfile as sf
 
 from ui import workers
 from workbench.audio import loader
-from workbench.audio.spectrogram import SpectrogramParams, wait_for_cache_writes
+from workbench.audio.pyramid_cache import wait_for_cache_writes
+from workbench.audio.spectrogram import SpectrogramParams
 
 
 @pytest.fixture

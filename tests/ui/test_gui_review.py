@@ -459,7 +459,8 @@ def test_a_clip_open_decodes_its_file_once(monkeypatch, demo_store) -> None:  # 
     from tests.support.decodes import count_decodes
     from ui import workers
     from workbench.audio.direction import analyze_samples, direction_image
-    from workbench.audio.spectrogram import SpectrogramParams, compute_pyramids, wait_for_cache_writes
+    from workbench.audio.pyramid_cache import compute_pyramids, wait_for_cache_writes
+    from workbench.audio.spectrogram import SpectrogramParams
 
     detail = ReviewService(demo_store, {}, {}).clip_detail(_clip_id(demo_store, "DEMO-0004"))
     events: list[str] = []
@@ -539,7 +540,8 @@ def test_worker_waits_for_the_paint_before_decoding(demo_store, monkeypatch) -> 
 
     from ui import workers
     from workbench.audio.loader import DecodeStream
-    from workbench.audio.spectrogram import SpectrogramParams, wait_for_cache_writes
+    from workbench.audio.pyramid_cache import wait_for_cache_writes
+    from workbench.audio.spectrogram import SpectrogramParams
 
     detail = ReviewService(demo_store, {}, {}).clip_detail(_clip_id(demo_store, "DEMO-0002"))
     request = workers.AudioRequest(1, detail.clip_id, detail.audio_path, detail.layout, SpectrogramParams())

@@ -25,13 +25,8 @@ from workbench.audio.quality import (
     quality_flags,
     quality_metrics,
 )
-from workbench.audio.spectrogram import (
-    SpectrogramParams,
-    SpectrogramPyramid,
-    WaveformEnvelope,
-    cached_pyramids,
-    store_pyramids,
-)
+from workbench.audio.pyramid_cache import cached_pyramids, store_pyramids
+from workbench.audio.spectrogram import SpectrogramParams, SpectrogramPyramid, WaveformEnvelope
 from workbench.errors import InputError
 
 _hash_file = content_hash  # open_clip's parameter of the same name would hide it
@@ -293,7 +288,7 @@ def open_clip(
         core (:func:`has_second_core`).
     write_behind
         Write a new cache entry on the cache's background thread, as the review window does,
-        and return without waiting for it (:func:`~workbench.audio.spectrogram.wait_for_cache_writes`
+        and return without waiting for it (:func:`~workbench.audio.pyramid_cache.wait_for_cache_writes`
         waits); False: it is on disk when this returns.
 
     Returns
