@@ -78,7 +78,9 @@ def test_one_decode_feeds_playback_pyramid_and_direction(
 
 
 def test_the_analyses_start_before_the_decode_ends(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = _binaural(tmp_path / "pair.wav", seconds=4.0)
+    # 64 blocks: the decoder may run up to 16 blocks (and one read) ahead of the consumers, so
+    # a WAV, which decodes at once, still leaves the first half for the analyses to start in.
+    path = _binaural(tmp_path / "pair.wav", seconds=8.0)
     events: list[str] = []
     lock = threading.Lock()
     real_blocks, real_push = DecodeStream.blocks, DirectionAnalyzer.push
@@ -87,6 +89,9 @@ def test_the_analyses_start_before_the_decode_ends(tmp_path: Path, monkeypatch: 
         for item in real_blocks(self):
             with lock:
                 events.append("decoded")
+            # A decode that takes time, as an MP3's does (a WAV's is instant, and on a busy
+            # machine the whole file could be read before the analysis thread first runs).
+            threading.Event().wait(0.003)
             yield item
 
     def push(self: DirectionAnalyzer, block: np.ndarray) -> None:
@@ -100,7 +105,7 @@ def test_the_analyses_start_before_the_decode_ends(tmp_path: Path, monkeypatch: 
     opened = open_audio(path, layout="binaural", params=PARAMS, block_frames=2000,
                         on_spectrogram=lambda *_: painted.append(events.count("decoded")))
     n_blocks = events.count("decoded")
-    assert n_blocks == 32 and events.count("direction") == n_blocks
+    assert n_blocks == 64 and events.count("direction") == n_blocks
     # The direction analysis had its first block long before the decoder read its last one.
     assert events.index("direction") < len(events) - 1 - events[::-1].index("decoded")
     assert events.index("direction") < n_blocks // 2
