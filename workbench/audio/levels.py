@@ -12,14 +12,12 @@ columns are left to pool: on a cold open the spectrogram then reaches the screen
 rows), as the spectrogram keeps it: a column is then a contiguous row of bins, so writing a
 batch of STFT frames is a plain cast and pooling a pair of columns is one vectorised maximum
 of two contiguous rows (the (rows, columns) layout needed a transposing write and strided
-pairs: ~40 ms more CPU per cold open of a 140 s clip). Its result equals :func:`build_levels`
-with :func:`pool_pairs_max` (or ``_min``) along axis 0 of the finished image. The waveform
+pairs: ~40 ms more CPU per cold open of a 140 s clip). Its result equals pooling the finished
+image pair by pair with :func:`pool_pairs_max` (or ``_min``) along axis 0, level after level. The waveform
 envelope's minima and maxima (1-D) are pooled the same way.
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 import numpy as np
 
@@ -40,14 +38,6 @@ def pool_pairs_max(image: np.ndarray, axis: int = -1) -> np.ndarray:
 def pool_pairs_min(values: np.ndarray, axis: int = -1) -> np.ndarray:
     """Min of each pair of columns along ``axis`` (default the last); an odd last one stays as it is."""
     return _pool_pairs(values, axis, np.minimum)
-
-
-def build_levels(base: np.ndarray, pool: Callable[[np.ndarray], np.ndarray]) -> list[np.ndarray]:
-    """``[base, pool(base), pool(pool(base)), ...]`` down to a single column."""
-    levels = [base]
-    while levels[-1].shape[-1] > 1:
-        levels.append(pool(levels[-1]))
-    return levels
 
 
 def pick_level(n_levels: int, unit_s: float, t0: float, t1: float, wanted: int) -> int:
