@@ -8,7 +8,7 @@ from typing import Optional
 from sqlalchemy import UniqueConstraint
 from sqlmodel import Field, SQLModel
 
-from storage.models._base import _text, utcnow
+from storage.models._base import _json, _text, utcnow
 
 
 class Dataset(SQLModel, table=True):
@@ -20,6 +20,7 @@ class Dataset(SQLModel, table=True):
     source_path: Optional[str] = None
     source_sha256: Optional[str] = None
     column_mapping: Optional[str] = None  # name of the mapping applied (e.g. "agl1k-20")
+    mapping: Optional[dict] = _json()  # a table/folder import's mapping as applied (datasets.md)
     imported_at: datetime = Field(default_factory=utcnow)
 
 
@@ -61,6 +62,13 @@ class Clip(SQLModel, table=True):
     environment_and_background: Optional[float] = None
     sounds_of_things: Optional[float] = None
     source_ambiguous_sounds: Optional[float] = None
+    # fields of datasets beyond AGL1K (datasets.md): given by the source or its mapping
+    licence: Optional[str] = None
+    recordist: Optional[str] = None
+    url: Optional[str] = _text()
+    recorded_at: Optional[str] = None  # as the source wrote it (no time zone is guessed)
+    extra: Optional[dict] = _json()  # the source's columns no field maps, by column name
+    derived: Optional[list] = _json()  # fields the importer derived (e.g. country from the coordinates)
     # audio properties (filled by analysis)
     audio_path: Optional[str] = None  # relative to a media root
     sample_rate: Optional[int] = None
