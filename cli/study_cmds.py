@@ -56,14 +56,25 @@ def register(app: typer.Typer) -> None:
             rows = [r for r in rows if r["llm"] == llm]
             if not rows:
                 raise AglwError(f"--llm {llm!r}: no judge of that name in the project's ratings")
+        if not rows:
+            # nothing to test: say why instead of printing nothing (exit 1: the request failed)
+            ratings_all = data.ratings
+            n_experts = int(ratings_all.loc[ratings_all["rater_kind"] == "expert", "rater"].nunique())
+            raise AglwError(f"no alt-test could run: the project has no LLM judge ratings (and {n_experts} "
+                            "expert(s); the test needs at least 3); run `aglw judge` and record labels first")
         if context.json:
             emit_json({"alm": data.alm_model, "epsilon": epsilon, "alpha": alpha, "tests": rows})
-            return
-        for row in rows:
-            if row.get("refused"):
-                show(f"{row['label']} · {row['llm']}: not tested ({row['refused']})")
-            else:
-                _print_result(row)
+        else:
+            for row in rows:
+                if row.get("refused"):
+                    show(f"{row['label']} · {row['llm']}: not tested ({row['refused']})")
+                else:
+                    _print_result(row)
+        if all(row.get("refused") for row in rows):
+            reasons = sorted({str(row["refused"]) for row in rows})
+            say(f"no requested alt-test could run: {reasons[0]}"
+                + (f" (and {len(reasons) - 1} other reason(s) above)" if len(reasons) > 1 else ""))
+            raise typer.Exit(1)
 
 
     @study.command("sensitivity")
@@ -75,11 +86,16 @@ def register(app: typer.Typer) -> None:
             None, "--theta", help="θ grid (default: the stored θ and 5–95 % quantiles of the stored l_k)."),
         run: Optional[int] = typer.Option(None, "--run", help="Stored curation run to compare with (default: latest)."),
         out: Optional[Path] = typer.Option(None, "--out", help="Also write the table (CSV) and heat map (PNG) into DIR."),
+        force: bool = typer.Option(False, "--force", help="Replace an earlier sweep in DIR (any other non-empty DIR is refused)."),
     ) -> None:
         """Curation sensitivity: sweep θ, α, γ; Jaccard with the stored run, size, balance, P/N flips."""
         from workbench.studies import sensitivity
 
         context = app_context(ctx)
+        if out is not None:
+            from workbench.studies.figures import check_sensitivity_target
+
+            check_sensitivity_target(out, force=force)  # refuse at once, not after the sweep
         inputs, scores = sensitivity.load_sweep_inputs(context.store(), run)
         gammas = sensitivity.parse_grid(gamma, "gamma")
         alphas = sensitivity.parse_grid(alpha, "alpha")
@@ -92,7 +108,7 @@ def register(app: typer.Typer) -> None:
         if out is not None:
             from workbench.studies.figures import write_sensitivity
 
-            files = write_sensitivity(out, result)
+            files = write_sensitivity(out, result, force=force)
         if context.json:
             emit_json({**result.to_dict(), "files": files})
             return
@@ -118,6 +134,7 @@ def register(app: typer.Typer) -> None:
         note: Optional[str] = typer.Option(None, "--note", help="What went wrong (required with 'other')."),
         expect_version: Optional[int] = typer.Option(None, "--expect-version", min=0,
                                                      help="Only write if the stored row still has this version."),
+        force: bool = typer.Option(False, "--force", help="Tag an answer within 1,000 km of the truth anyway."),
     ) -> None:
         """Tag an ALM answer with error modes (AGL1K's taxonomy); kept in the label history."""
         from workbench.labels import UNSET, LabelService
@@ -134,7 +151,8 @@ def register(app: typer.Typer) -> None:
             raise AglwError("give --modes and/or --note")
         chosen = UNSET if modes is None else (None if modes.strip().lower() == "none" else modes)
         change = service.set_error_modes(annotator.id, clip_id, alm_run_id, modes=chosen,
-                                         note=UNSET if note is None else note, expected_version=expect_version)
+                                         note=UNSET if note is None else note, expected_version=expect_version,
+                                         force=force)
         if context.json:
             emit_json({"ok": True, "clip": clip, "clip_id": clip_id, "alm": alm, "alm_run_id": alm_run_id,
                        "old": change.old, "new": change.new, "version": change.version,
@@ -275,18 +293,21 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         plan: Optional[str] = typer.Option(None, "--plan", help="Plan name (default: the latest)."),
         out: Optional[Path] = typer.Option(None, "--out", help="Also write the plan with progress as CSV."),
+        force: bool = typer.Option(False, "--force", help="Replace the CSV if it exists."),
     ) -> None:
         """Each annotator's progress in a study plan; --out exports the plan with the data."""
         from workbench.studies.planning import plan_table, progress
 
+        from workbench.outputs import check_file_target, write_text
+
         context = app_context(ctx)
+        if out is not None:
+            check_file_target(out, force=force)  # refuse at once (a link is never written through)
         store = context.store()
         summary = progress(store, plan)
         if out is not None:
-            if out.exists():
-                raise AglwError(f"{out} exists; choose a new file for the plan")
             _, table = plan_table(store, summary.name)
-            table.drop(columns=["annotator_id"]).to_csv(out, index=False)
+            write_text(out, table.drop(columns=["annotator_id"]).to_csv(index=False), force=force)
         if context.json:
             emit_json({**summary.to_dict(), "out": None if out is None else str(out)})
         else:

@@ -25,6 +25,8 @@ from storage.models import (
     CategoryPolarity,
     Clip,
     ClipLabel,
+    ErrorModeLabel,
+    HumanGuess,
     LabelHistory,
 )
 from workbench.errors import InputError
@@ -191,6 +193,34 @@ def clip_id_for_key(store: Store, key: str) -> int:
     if len(ids) > 1:
         raise InputError(f"clip key {key!r} occurs in {len(ids)} datasets; it is ambiguous")
     return int(ids[0])
+
+
+# The fields that make a row a label: a row whose fields are all empty was undone (an undo writes
+# the values back that were there before, and a first edit had none) and labels nothing.
+LABEL_FIELDS: Final[dict[type, tuple[str, ...]]] = {
+    CategoryLabel: ("contribution", "effect", "polarity"),
+    ClipLabel: ("rating", "decision", "note"),
+    ErrorModeLabel: ("modes", "note"),
+    HumanGuess: ("latitude", "longitude"),
+}
+
+
+def labelled_pairs(session: Any, annotator_id: int | None = None) -> set[tuple[int, int]]:
+    """(annotator id, clip id) of every clip an annotator has labelled: a stored, not undone,
+    category label, clip judgment, error-mode tag or location guess.
+
+    The one definition of "done" (study progress) and of "has labelled" (blind review).
+    """
+    from sqlalchemy import or_
+
+    pairs: set[tuple[int, int]] = set()
+    for model, fields in LABEL_FIELDS.items():
+        query = select(model.annotator_id, model.clip_id).where(
+            or_(*(col(getattr(model, name)).is_not(None) for name in fields)))
+        if annotator_id is not None:
+            query = query.where(model.annotator_id == annotator_id)
+        pairs |= {(int(a), int(c)) for a, c in session.exec(query).all()}
+    return pairs
 
 
 # How long an edit made where a person waits (the GUI) waits for another writer's lock before

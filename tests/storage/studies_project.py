@@ -68,3 +68,22 @@ def populate(store) -> None:  # type: ignore[no-untyped-def]
                     s.add(CategoryLabel(annotator_id=expert.id, clip_id=clip.id, category_id=cat, contribution=value,
                                         effect=EFFECTS[value % 3]))
     service.fit(store, FitParameters(n_min=1))
+
+
+def link_audio(store, folder, keys) -> None:  # type: ignore[no-untyped-def]
+    """Give the clips ``keys`` a recording (an empty file under a media root in ``folder``)."""
+    from pathlib import Path
+
+    from sqlmodel import select
+
+    from storage.models import MediaRoot
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    with store.write() as s:
+        dataset_id = s.exec(select(Dataset.id)).first()
+        s.add(MediaRoot(dataset_id=dataset_id, path=str(folder)))
+        for clip in s.exec(select(Clip).where(Clip.key.in_(list(keys)))).all():  # type: ignore[attr-defined]
+            (folder / f"{clip.key}.wav").write_bytes(b"RIFF")
+            clip.audio_path = f"{clip.key}.wav"
+            s.add(clip)

@@ -10,8 +10,10 @@ from geographiclib.geodesic import Geodesic
 
 from cli.main import main
 from tests.cli_helpers import run_json
-from tests.storage.studies_project import EXPERTS, N_CLIPS, populate
+from tests.storage.studies_project import EXPERTS, N_CLIPS, link_audio, populate
 from workbench.studies.planning import assign
+
+N_AUDIO = N_CLIPS - 4  # the last four clips of the fixture have no recording
 
 
 @pytest.fixture
@@ -20,6 +22,7 @@ def project(tmp_path):  # type: ignore[no-untyped-def]
 
     store = open_store(tmp_path / "project.sqlite")
     populate(store)
+    link_audio(store, tmp_path / "media", [f"clip{i:03d}" for i in range(N_AUDIO)])
     yield store, str(tmp_path / "project.sqlite"), tmp_path
     store.dispose()
 
@@ -56,9 +59,9 @@ def test_plan_progress_and_export(project, capsys) -> None:  # type: ignore[no-u
     _, db, tmp = project
     plan = run_json(capsys, "--db", db, "study", "plan", "--name", "pilot", "--annotators", "ada,eve,fay",
                     "--overlap", "2", "--json")
-    assert plan["n_clips"] == N_CLIPS and plan["blind"] is True and plan["overlap"] == 2
+    assert plan["n_clips"] == N_AUDIO and plan["blind"] is True and plan["overlap"] == 2
     assigned = {a["annotator"]: a for a in plan["annotators"]}
-    assert sum(a["assigned"] for a in assigned.values()) == 2 * N_CLIPS
+    assert sum(a["assigned"] for a in assigned.values()) == 2 * N_AUDIO
     # ada labelled every clip in the fixture already; eve and fay start from nothing
     assert assigned["ada"]["done"] == assigned["ada"]["assigned"] and assigned["eve"]["done"] == 0
     first = assigned["eve"]["next_clip"]
@@ -69,7 +72,7 @@ def test_plan_progress_and_export(project, capsys) -> None:  # type: ignore[no-u
     eve = next(a for a in progress["annotators"] if a["annotator"] == "eve")
     assert eve["done"] == 1 and eve["next_clip"] != first
     table = pd.read_csv(out)
-    assert len(table) == 2 * N_CLIPS and set(table.columns) >= {"annotator", "pseudonym", "clip_key", "continent",
+    assert len(table) == 2 * N_AUDIO and set(table.columns) >= {"annotator", "pseudonym", "clip_key", "continent",
                                                                  "position", "done"}
     assert table.groupby("clip_key")["annotator"].nunique().eq(2).all()
     capsys.readouterr()
@@ -132,3 +135,68 @@ def test_human_localizers_are_scored_like_an_alm_per_annotator_and_pooled(projec
     again = {r["model"]: r for r in run_json(capsys, "--db", db, "study", "localizers", "--json")["rows"]}
     assert again["human:annotator-0000"]["distance_error_km"] == pytest.approx(sum(ada) / 2, rel=1e-6)
     assert EXPERTS[0] == "ada"
+
+
+def test_a_plan_draws_only_clips_with_audio_and_lists_the_others(project, capsys) -> None:  # type: ignore[no-untyped-def]
+    _, db, _ = project
+    plan = run_json(capsys, "--db", db, "study", "plan", "--name", "audio", "--annotators", "ada,eve,fay",
+                    "--overlap", "2", "--json")
+    without = {f"clip{i:03d}" for i in range(N_AUDIO, N_CLIPS)}
+    assert {e["key"] for e in plan["excluded"]} == without
+    assert all("no usable recording" in e["reason"] for e in plan["excluded"])
+    table = run_json(capsys, "--db", db, "study", "progress", "--plan", "audio", "--json")
+    assert {e["key"] for e in table["excluded"]} == without
+    from storage import open_store
+    from workbench.studies.planning import plan_table
+
+    store = open_store(db)
+    try:
+        _, frame = plan_table(store, "audio")
+    finally:
+        store.dispose()
+    assert not set(frame["clip_key"]) & without and frame["clip_key"].nunique() == N_AUDIO
+    # balanced over continent x speech: per stratum, the annotators' counts differ by at most one
+    speech = {f"clip{i:03d}": bool(i % 2) for i in range(N_CLIPS)}
+    frame["stratum"] = frame["continent"] + "/" + frame["clip_key"].map(speech).astype(str)
+    counts = frame.groupby(["stratum", "annotator"]).size().unstack(fill_value=0)
+    assert counts.shape == (6, 3) and ((counts.max(axis=1) - counts.min(axis=1)) <= 1).all()
+
+
+def test_a_plan_of_clips_none_of_which_has_audio_is_refused(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from storage import open_store
+
+    store = open_store(tmp_path / "p.sqlite")
+    populate(store)
+    store.dispose()
+    capsys.readouterr()
+    assert main(["--db", str(tmp_path / "p.sqlite"), "study", "plan", "--name", "p", "--annotators", "a,b"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "usable recording" in err and len(err.splitlines()) == 1
+
+
+def test_an_undone_guess_or_label_is_not_done(project, capsys) -> None:  # type: ignore[no-untyped-def]
+    from workbench.commands import CommandStack, SetClipLabel, SetHumanGuess
+    from workbench.labels import LabelService
+    from workbench.studies.localizers import GuessService
+
+    store, db, _ = project
+    plan = run_json(capsys, "--db", db, "study", "plan", "--name", "undo", "--annotators", "eve,fay", "--json")
+    eve = next(a for a in plan["annotators"] if a["annotator"] == "eve")
+    labels = LabelService(store)
+    eve_id = labels.find_annotator("eve").id
+    first = labels.clip_id_for_key(eve["next_clip"])
+    stack = CommandStack()
+    stack.push(SetHumanGuess(GuessService(store), eve_id, first, base_version=0, latitude=1.0, longitude=2.0))
+    stack.push(SetClipLabel(labels, eve_id, first, base_version=0, rating=3))
+
+    def done() -> int:
+        progress = run_json(capsys, "--db", db, "study", "progress", "--plan", "undo", "--json")
+        return next(a for a in progress["annotators"] if a["annotator"] == "eve")["done"]
+
+    assert done() == 1
+    stack.undo()
+    assert done() == 1  # the guess is still there
+    stack.undo()
+    assert done() == 0  # both undone: the rows remain, empty, and label nothing
+    stack.redo()
+    assert done() == 1

@@ -65,8 +65,16 @@ def test_project_alt_test_per_judge_and_label_matches_the_reference(project, cap
 
 def test_project_alt_test_refuses_too_few_shared_units_per_candidate(project, capsys) -> None:  # type: ignore[no-untyped-def]
     _, db, _ = project
-    out = run_json(capsys, "--db", db, "study", "alt-test", "--min-items", "200", "--json")
+    capsys.readouterr()
+    # every requested test refused: the JSON says why per test, and the run exits 1 (nothing could run)
+    assert main(["--db", db, "study", "alt-test", "--min-items", "200", "--json"]) == 1
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
     assert out["tests"] and all("shares at least 200 units" in r["refused"] for r in out["tests"])
+    assert "no requested alt-test could run" in captured.err
+    assert main(["--db", db, "study", "alt-test", "--min-items", "200"]) == 1
+    captured = capsys.readouterr()
+    assert "not tested" in captured.out and "no requested alt-test could run" in captured.err
     capsys.readouterr()
     assert main(["--db", db, "study", "alt-test", "--llm", "judge:gpt"]) == 1
     assert "no judge of that name" in capsys.readouterr().err
@@ -131,7 +139,7 @@ def test_error_modes_cli_history_and_undo(project, capsys) -> None:  # type: ign
     service = ErrorModeService(store)
     labels = LabelService(store)
     ada = labels.find_annotator("ada")
-    clip_id = labels.clip_id_for_key("clip008")
+    clip_id = labels.clip_id_for_key("clip005")  # a refused answer
     alm_run_id = service.alm_run_id(ALM)
     stack = CommandStack()
     stack.push(SetErrorModes(service, ada.id, clip_id, alm_run_id, base_version=0, modes=["refusal", "other"],
@@ -197,3 +205,48 @@ def test_report_renders_every_figure_in_a_headless_browser(project, capsys, tmp_
         pytest.skip("no Chromium found (install the distribution's chromium package) to check the figures render")
     widths = rendered_image_widths(browser, page, tmp_path)
     assert len(widths) == report["n_figures"] and all(w > 0 for w in widths), widths
+
+
+def test_alt_test_with_one_expert_and_no_judges_says_why_and_exits_1(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from storage import open_store
+    from storage.models import CategoryLabel, Clip, Dataset, Prediction, AlmRun, Annotator
+
+    store = open_store(tmp_path / "one.sqlite")
+    with store.write() as s:
+        dataset, alm, expert = Dataset(name="d"), AlmRun(model="alm"), Annotator(name="ada", pseudonym="annotator-1")
+        s.add_all([dataset, alm, expert])
+        s.flush()
+        for i in range(3):
+            clip = Clip(dataset_id=dataset.id, key=f"k{i}", latitude=1.0, longitude=2.0)
+            s.add(clip)
+            s.flush()
+            s.add(Prediction(alm_run_id=alm.id, clip_id=clip.id, question_id=clip.key, predicted_latitude="1",
+                             predicted_longitude="2"))
+            s.add(CategoryLabel(annotator_id=expert.id, clip_id=clip.id, category_id="/m/09x0r", contribution=2))
+    store.dispose()
+    capsys.readouterr()
+    assert main(["--db", str(tmp_path / "one.sqlite"), "study", "alt-test"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "no alt-test could run" in err and "1 expert" in err and len(err.splitlines()) == 1
+
+
+def test_error_modes_are_checked_against_the_answer(project, capsys) -> None:  # type: ignore[no-untyped-def]
+    _, db, _ = project
+
+    def tag(key: str, modes: str, *extra: str) -> tuple[int, str]:
+        capsys.readouterr()
+        rc = main(["--db", db, "--annotator", "ada", "study", "error-mode", "--clip", key, "--alm", ALM,
+                   "--modes", modes, *extra])
+        return rc, capsys.readouterr().err.strip()
+
+    # clip001: a right answer (about 70 km off); clip004: wrong (thousands of km); clip005: refused
+    rc, err = tag("clip001", "refusal")
+    assert rc == 1 and "Refusal is only for an answer without a location" in err and len(err.splitlines()) == 1
+    rc, err = tag("clip004", "refusal")
+    assert rc == 1 and "Refusal is only" in err
+    rc, err = tag("clip001", "bird_bias")
+    assert rc == 1 and "within the 1,000 km" in err and "--force" in err
+    assert tag("clip001", "bird_bias", "--force")[0] == 0
+    assert tag("clip001", "refusal", "--force")[0] == 1  # --force never makes a place a refusal
+    assert tag("clip004", "bird_bias")[0] == 0
+    assert tag("clip005", "refusal")[0] == 0

@@ -39,6 +39,9 @@ TAXONOMY: dict[str, tuple[str, str, str]] = {
     "other": ("Other", "O", "none of the above (a note says what)"),
 }
 MODES = tuple(TAXONOMY)
+# An answer closer than this to the truth is right (AGL1K's γ): the modes of a wrong answer do not
+# apply to it (``--force`` overrides); the same radius decides which answers are listed as wrong.
+RIGHT_RADIUS_KM = 1000.0
 
 
 def canonical_modes(modes: Iterable[str] | str | None) -> str | None:
@@ -117,15 +120,21 @@ class ErrorModeService:
         command_id: str | None = None,
         action: str = "do",
         expected_version: int | None = None,
+        force: bool = False,
     ) -> LabelChange:
         """Set an expert's error modes (and/or note) of one ALM answer; one transaction with history.
 
         ``modes`` is a list of codes (or None / an empty list to clear); ``other`` needs a note.
-        ``expected_version`` works as in :meth:`workbench.labels.LabelService.set_category_label`.
+        New modes are checked against the answer (:func:`check_modes`; ``force`` lets the modes
+        of a wrong answer stand on a right one, never Refusal on an answer that gives a place);
+        an undo or redo writes back what was stored. ``expected_version`` works as in
+        :meth:`workbench.labels.LabelService.set_category_label`.
         """
         values: dict[str, Any] = {}
         if modes is not UNSET:
             values["modes"] = canonical_modes(modes)
+            if action == "do" and values["modes"]:
+                check_modes(self.store, clip_id, alm_run_id, split_modes(values["modes"]), force=force)
         if note is not UNSET:
             if note is not None and not isinstance(note, str):
                 raise InputError(f"note must be text, got {type(note).__name__}")
@@ -280,30 +289,64 @@ def error_mode_agreement(table: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def wrong_answers(store: Store, alm_run_id: int, *, gamma_km: float = 1000.0) -> list[dict[str, Any]]:
+def wrong_answers(store: Store, alm_run_id: int, *, gamma_km: float = RIGHT_RADIUS_KM) -> list[dict[str, Any]]:
     """The ALM's answers that are wrong (error ≥ γ km) or refused (a refusal value, or unparsable).
 
     Returns clip_id, clip_key, error_km (None when undefined), refused, reasoning and the
     predicted and true places, in clip-key order.
     """
-    from workbench.metrics.distance import is_refusal, prediction_error_km
+    from workbench.metrics.distance import stored_answer
 
     with store.session() as s:
-        rows = s.exec(select(Prediction, Clip.key).join(Clip, Clip.id == Prediction.clip_id).where(
+        rows = s.exec(select(Prediction, Clip).join(Clip, Clip.id == Prediction.clip_id).where(
             Prediction.alm_run_id == alm_run_id).order_by(Clip.key)).all()
     out = []
-    for p, key in rows:
-        refused = is_refusal(p.predicted_latitude) or is_refusal(p.predicted_longitude)
-        error = None if refused else prediction_error_km(
-            p.true_latitude, p.true_longitude, p.predicted_latitude, p.predicted_longitude)
+    for p, clip in rows:
+        # The one rule (workbench.metrics.distance): the leaderboard's refusal, measured from the clip.
+        score = stored_answer(p, clip)
+        refused, error = score.refused, score.distance_km
         if refused or error is None or error >= gamma_km:
-            out.append({"clip_id": p.clip_id, "clip_key": key, "error_km": error, "refused": refused or error is None,
+            out.append({"clip_id": p.clip_id, "clip_key": clip.key, "error_km": error,
+                        "refused": refused or error is None,
                         "reasoning": p.reasoning or p.model_output or "", "predicted_city": p.predicted_city,
                         "predicted_country": p.predicted_country, "predicted_latitude": p.predicted_latitude,
                         "predicted_longitude": p.predicted_longitude, "true_city": p.true_city,
                         "true_country": p.true_country, "true_latitude": p.true_latitude,
                         "true_longitude": p.true_longitude})
     return out
+
+
+def check_modes(store: Store, clip_id: int, alm_run_id: int, modes: Sequence[str], *, force: bool = False) -> None:
+    """Refuse error modes that contradict the answer they tag.
+
+    Refusal only on a refused answer (no place given, or none readable); any other mode of a
+    wrong answer is refused on an answer within :data:`RIGHT_RADIUS_KM` of the truth unless
+    ``force`` (an expert may judge a right answer's reasoning faulty, but must say so).
+
+    Raises
+    ------
+    InputError
+        The ALM has no answer on the clip, or a mode does not fit the answer.
+    """
+    from workbench.metrics.distance import is_refusal, prediction_error_km
+
+    with store.session() as s:
+        p = s.exec(select(Prediction).where(Prediction.alm_run_id == alm_run_id,
+                                            Prediction.clip_id == clip_id)).first()
+        model = s.get(AlmRun, alm_run_id)
+    name = model.model if model is not None else f"ALM run {alm_run_id}"
+    if p is None:
+        raise InputError(f"{name} has no answer on this clip; error modes tag an answer")
+    refused = is_refusal(p.predicted_latitude) or is_refusal(p.predicted_longitude)
+    error = None if refused else prediction_error_km(p.true_latitude, p.true_longitude, p.predicted_latitude,
+                                                     p.predicted_longitude)
+    refused = refused or error is None
+    if "refusal" in modes and not refused:
+        raise InputError(f"mode refusal: {name} gave a place on this clip ({error:,.0f} km from the truth); "
+                         "Refusal is only for an answer without a location")
+    if not refused and error is not None and error < RIGHT_RADIUS_KM and not force:
+        raise InputError(f"{name}'s answer is {error:,.0f} km from the truth, within the {RIGHT_RADIUS_KM:,.0f} km "
+                         "of a right answer; error modes tag wrong answers (--force to tag it anyway)")
 
 
 def describe(codes: Sequence[str]) -> str:

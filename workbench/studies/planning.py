@@ -3,32 +3,26 @@
 Every clip is seen by exactly ``overlap`` different annotators; each annotator's share of every
 stratum (continent × speech/non-speech) is as even as the counts allow; the plan is blind by
 default (the review view hides judge output and other annotators' labels until the annotator has
-labelled).  Progress is read from the labels themselves: a clip is done for an annotator once she
-has any label on it (category, clip, error mode or location guess).
+labelled).  Only clips whose recording is usable (the one rule of :mod:`workbench.media`) are
+drawn; the others are listed in the plan as excluded, with the reason.  Progress is read from the
+labels themselves: a clip is done for an annotator once she has a stored, not undone, label on it
+(category, clip, error mode or location guess; :func:`workbench.labels.labelled_pairs`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from sqlmodel import select
+from sqlmodel import col, select
 
 from storage import Store
-from storage.models import (
-    Annotator,
-    CategoryLabel,
-    Clip,
-    ClipLabel,
-    ErrorModeLabel,
-    HumanGuess,
-    StudyAssignment,
-    StudyPlan,
-)
+from storage.models import Annotator, Clip, StudyAssignment, StudyPlan
 from workbench.errors import InputError
+from workbench.labels import labelled_pairs
 
 
 def assign(clips: pd.DataFrame, annotators: Sequence[str], overlap: int, seed: int = 0) -> pd.DataFrame:
@@ -92,13 +86,17 @@ class PlanSummary:
     blind: bool
     n_clips: int
     annotators: list[dict[str, Any]]
+    # clips left out of the plan, as {key, reason} (no usable recording)
+    excluded: list[dict[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
-def _clip_strata(store: Store, clip_keys: Sequence[str] | None) -> pd.DataFrame:
+def _clip_strata(store: Store, clip_keys: Sequence[str] | None) -> tuple[pd.DataFrame, list[dict[str, str]]]:
+    """The clips to plan with their stratum, and those left out for want of a usable recording."""
     from workbench.agreement.units import load_ratings
+    from workbench.media import clip_audio, dataset_roots
 
     clips = load_ratings(store).clips  # continent and the speech rule, once (workbench.speech)
     if clip_keys is not None:
@@ -108,8 +106,21 @@ def _clip_strata(store: Store, clip_keys: Sequence[str] | None) -> pd.DataFrame:
         clips = clips[clips["clip_key"].isin(set(clip_keys))]
     if clips.empty:
         raise InputError("no clips to plan; import a dataset first")
+    roots = dataset_roots(store)
+    with store.session() as s:
+        stored = {int(i): (k, p, d) for i, k, p, d in s.exec(
+            select(Clip.id, Clip.key, Clip.audio_path, Clip.dataset_id)
+            .where(col(Clip.id).in_([int(c) for c in clips["clip_id"]])))}
+    audio = {i: clip_audio(k, p, roots.get(d, [])) for i, (k, p, d) in stored.items()}
+    usable = clips["clip_id"].map(lambda i: audio[int(i)].ok).astype(bool)
+    excluded = [{"key": str(k), "reason": f"no usable recording ({audio[int(i)].state})"}
+                for i, k in clips.loc[~usable, ["clip_id", "clip_key"]].itertuples(index=False)]
+    clips = clips[usable]
+    if clips.empty:
+        raise InputError(f"none of the {len(excluded)} clips has a usable recording; link the audio first "
+                         "(aglw media link) — a study plan draws only clips that can be listened to")
     speech = clips["speech"].map({True: "speech", False: "no speech"})
-    return clips.assign(stratum=clips["continent"].astype(str) + "/" + speech)
+    return clips.assign(stratum=clips["continent"].astype(str) + "/" + speech), excluded
 
 
 def create_plan(store: Store, name: str, annotators: Sequence[str], *, overlap: int = 2,
@@ -129,14 +140,15 @@ def create_plan(store: Store, name: str, annotators: Sequence[str], *, overlap: 
     with store.session() as s:
         if s.exec(select(StudyPlan).where(StudyPlan.name == name)).first() is not None:
             raise InputError(f"a plan called {name!r} exists already; choose another --name")
-    clips = _clip_strata(store, clip_keys)
+    clips, excluded = _clip_strata(store, clip_keys)
     frame = assign(clips[["clip_id", "stratum"]], annotators, overlap, seed)
     labels = LabelService(store)
     ids = {n: labels.ensure_annotator(n).id for n in dict.fromkeys(annotators)}
     with store.write() as s:
         plan = StudyPlan(name=name, overlap=overlap, blind=blind,
                          parameters={"seed": seed, "strata": "continent x speech",
-                                     "clips": "all" if clip_keys is None else len(clips)})
+                                     "clips": "all" if clip_keys is None else len(clip_keys),
+                                     "excluded": excluded})
         s.add(plan)
         s.flush()
         for row in frame.itertuples(index=False):
@@ -176,9 +188,7 @@ def plan_table(store: Store, name: str | None = None) -> tuple[StudyPlan, pd.Dat
         rows = s.exec(select(StudyAssignment, Annotator.name, Annotator.pseudonym, Clip.key, Clip.continent).join(
             Annotator, Annotator.id == StudyAssignment.annotator_id).join(Clip, Clip.id == StudyAssignment.clip_id)
             .where(StudyAssignment.plan_id == plan.id)).all()
-        done: set[tuple[int, int]] = set()
-        for model in (CategoryLabel, ClipLabel, ErrorModeLabel, HumanGuess):
-            done |= set(s.exec(select(model.annotator_id, model.clip_id)).all())
+        done = labelled_pairs(s)
     frame = pd.DataFrame(
         [(a.annotator_id, n, p, k, c or "unknown", a.position, (a.annotator_id, a.clip_id) in done)
          for a, n, p, k, c in rows],
@@ -196,4 +206,5 @@ def progress(store: Store, name: str | None = None) -> PlanSummary:
         for a, g in frame.groupby("annotator", sort=True)
     ]
     return PlanSummary(name=plan.name, overlap=plan.overlap, blind=plan.blind,
-                       n_clips=int(frame["clip_key"].nunique()), annotators=annotators)
+                       n_clips=int(frame["clip_key"].nunique()), annotators=annotators,
+                       excluded=list((plan.parameters or {}).get("excluded", [])))
