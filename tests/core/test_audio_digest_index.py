@@ -1,4 +1,4 @@
-"""The GUI's file digests: remembered across sessions by path, size and mtime."""
+"""The clip opener's file digests: remembered across sessions by path, size and mtime."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from ui import workers
+from workbench.audio import clip_open
 from workbench.audio import loader
 from workbench.audio.pyramid_cache import wait_for_cache_writes
 from workbench.audio.spectrogram import SpectrogramParams
@@ -26,55 +26,55 @@ def counted_hashes(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
         return real(path)
 
     monkeypatch.setattr(loader, "content_hash", counting)
-    monkeypatch.setattr(workers, "_digest_memo", type(workers._digest_memo)())  # noqa: SLF001 - a new session
+    monkeypatch.setattr(clip_open, "_digest_memo", type(clip_open._digest_memo)())  # noqa: SLF001 - a new session
     return calls
 
 
 def _new_session(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(workers, "_digest_memo", type(workers._digest_memo)())  # noqa: SLF001
+    monkeypatch.setattr(clip_open, "_digest_memo", type(clip_open._digest_memo)())  # noqa: SLF001
 
 
 def test_a_later_session_knows_the_digest_without_hashing(tmp_path, monkeypatch, counted_hashes) -> None:  # type: ignore[no-untyped-def]
     path = tmp_path / "a.wav"
     sf.write(path, np.zeros(800, dtype=np.float32), 8000)
-    assert workers.known_digest(path) is None
-    digest = workers.file_digest(path)
+    assert clip_open.known_digest(path) is None
+    digest = clip_open.file_digest(path)
     assert digest == loader.content_hash(path) and len(counted_hashes) == 2
     _new_session(monkeypatch)
-    assert workers.known_digest(path) == digest
-    assert workers.file_digest(path) == digest and len(counted_hashes) == 2  # not hashed again
+    assert clip_open.known_digest(path) == digest
+    assert clip_open.file_digest(path) == digest and len(counted_hashes) == 2  # not hashed again
 
     sf.write(path, np.ones(800, dtype=np.float32) * 0.5, 8000)  # changed content...
     stat = path.stat()
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))  # ...and mtime
     _new_session(monkeypatch)
-    assert workers.known_digest(path) is None
-    assert workers.file_digest(path) == loader.content_hash(path) != digest
+    assert clip_open.known_digest(path) is None
+    assert clip_open.file_digest(path) == loader.content_hash(path) != digest
 
 
 def test_a_damaged_index_entry_is_ignored(tmp_path, monkeypatch, counted_hashes) -> None:  # type: ignore[no-untyped-def]
     path = tmp_path / "a.wav"
     sf.write(path, np.zeros(800, dtype=np.float32), 8000)
-    digest = workers.file_digest(path)
+    digest = clip_open.file_digest(path)
     entries = list((Path(os.environ["AGLW_CACHE_DIR"]) / "digests").iterdir())
     assert len(entries) == 1
     entries[0].write_text("not a digest", encoding="ascii")
     _new_session(monkeypatch)
-    assert workers.known_digest(path) is None
-    assert workers.file_digest(path) == digest
+    assert clip_open.known_digest(path) is None
+    assert clip_open.file_digest(path) == digest
 
 
 def test_a_new_file_is_hashed_beside_the_transform_and_cached(tmp_path, monkeypatch, counted_hashes) -> None:  # type: ignore[no-untyped-def]
     rng = np.random.default_rng(2)
     path = tmp_path / "noise.wav"
     sf.write(path, (rng.standard_normal((8000 * 3, 2)) * 0.1).astype(np.float32), 8000)
-    request = workers.AudioRequest(1, 1, path, "stereo", SpectrogramParams(n_fft=256, hop=64))
-    first = workers.load_clip_audio(request, threading.Event())
+    request = clip_open.AudioRequest(1, 1, path, "stereo", SpectrogramParams(n_fft=256, hop=64))
+    first = clip_open.load_clip_audio(request, threading.Event())
     wait_for_cache_writes()
     assert len(counted_hashes) == 1 and first.error is None
     assert not isinstance(first.pyramid.levels[0], np.memmap)  # computed
     _new_session(monkeypatch)
-    again = workers.load_clip_audio(request, threading.Event())
+    again = clip_open.load_clip_audio(request, threading.Event())
     assert len(counted_hashes) == 1  # the index knew the digest
     assert isinstance(again.pyramid.levels[0], np.memmap)  # read from the cache
     np.testing.assert_array_equal(np.asarray(again.pyramid.levels[0]), first.pyramid.levels[0])

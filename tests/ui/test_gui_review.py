@@ -168,7 +168,7 @@ def test_closing_while_work_runs_cancels_cleanly(make_window, demo_store, qtbot,
     (no direction view, no result delivered) and the threads are joined."""
     import threading
 
-    import ui.workers
+    from workbench.audio import clip_open
     from workbench.audio.loader import DecodeStream
 
     real_blocks = DecodeStream.blocks
@@ -183,7 +183,7 @@ def test_closing_while_work_runs_cancels_cleanly(make_window, demo_store, qtbot,
                 release.wait(5.0)
 
     monkeypatch.setattr(DecodeStream, "blocks", slow_blocks)
-    monkeypatch.setattr(ui.workers, "direction_image", lambda *a, **k: analysed.append(a))
+    monkeypatch.setattr(clip_open, "direction_image", lambda *a, **k: analysed.append(a))
     window = make_window(force_sync=False)
     delivered: list[str] = []
     window.loader.loaded.connect(lambda result: delivered.append(result.stage))
@@ -458,6 +458,7 @@ def test_a_clip_open_decodes_its_file_once(monkeypatch, demo_store) -> None:  # 
     import workbench.audio.loader as loader
     from tests.support.decodes import count_decodes
     from ui import workers
+    from workbench.audio import clip_open
     from workbench.audio.direction import analyze_samples, direction_image
     from workbench.audio.pyramid_cache import compute_pyramids, wait_for_cache_writes
     from workbench.audio.spectrogram import SpectrogramParams
@@ -471,7 +472,7 @@ def test_a_clip_open_decodes_its_file_once(monkeypatch, demo_store) -> None:  # 
         return real_hash(*args, **kwargs)
 
     monkeypatch.setattr(loader, "content_hash", digest)
-    monkeypatch.setattr(workers, "_digest_memo", type(workers._digest_memo)())  # noqa: SLF001 - fresh memo
+    monkeypatch.setattr(clip_open, "_digest_memo", type(clip_open._digest_memo)())  # noqa: SLF001 - fresh memo
     decodes = count_decodes(monkeypatch)
     request = workers.AudioRequest(1, detail.clip_id, detail.audio_path, detail.layout, SpectrogramParams())
     result = workers.load_clip_audio(request, threading.Event(), lambda partial: events.append(partial.stage))
