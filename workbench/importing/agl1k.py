@@ -75,6 +75,10 @@ class DatasetTable:
     line_numbers: list[int]
     empty_continent_keys: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # mapped tables and folders (datasets.md): the mapping as applied, and the folder that holds
+    # the recordings when the reader found them itself (rows then carry ``audio_path``)
+    mapping: dict[str, Any] | None = None
+    media_root: Path | None = None
 
 
 def decode_table_bytes(data: bytes, path: Path) -> tuple[str, str, list[str]]:
@@ -98,10 +102,10 @@ def decode_table_bytes(data: bytes, path: Path) -> tuple[str, str, list[str]]:
         return data.decode("latin-1"), "latin-1", [warning]
 
 
-def _records(text: str, path: Path) -> list[tuple[int, list[str]]]:
-    """CSV records with the physical line on which each starts; blank lines are skipped."""
+def csv_records(text: str, path: Path, *, delimiter: str = ",") -> list[tuple[int, list[str]]]:
+    """CSV (or TSV) records with the physical line on which each starts; blank lines are skipped."""
     csv.field_size_limit(max(csv.field_size_limit(), _FIELD_SIZE_LIMIT))
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True, delimiter=delimiter)
     records: list[tuple[int, list[str]]] = []
     start_line = 1
     while True:
@@ -148,7 +152,11 @@ def _mapping_for_header(header: list[str], path: Path) -> tuple[str, list[str], 
     return MAPPING_HEADER, names, warnings
 
 
-def _number(value: str, path: Path, line: int, column: str) -> float:
+def number_field(value: str, where: str, column: str) -> float:
+    """A finite number from a cell's text, else an :class:`InputError` naming ``where`` and the field.
+
+    ``where`` is the location as shown in messages (``"data.csv, line 7"``, ``"data.parquet, row 3"``).
+    """
     try:
         number = float(value.strip())
     except ValueError:
@@ -156,10 +164,22 @@ def _number(value: str, path: Path, line: int, column: str) -> float:
     if not math.isfinite(number):
         shown = value if len(value) <= 40 else value[:37] + "..."
         raise InputError(
-            f"{path}, line {line}, field {column}: {shown!r} is not a number; "
+            f"{where}, field {column}: {shown!r} is not a number; "
             "fix the value (the columns may be shifted if this looks like another field)."
         )
     return number
+
+
+def check_coordinates(latitude: float, longitude: float, where: str) -> None:
+    """Latitude in [-90, 90] and longitude in [-180, 180], else an :class:`InputError` naming the field."""
+    if not -180.0 <= longitude <= 180.0:
+        raise InputError(f"{where}, field longitude: {longitude:g} is outside [-180, 180].")
+    if not -90.0 <= latitude <= 90.0:
+        raise InputError(f"{where}, field latitude: {latitude:g} is outside [-90, 90].")
+
+
+def _number(value: str, path: Path, line: int, column: str) -> float:
+    return number_field(value, f"{path}, line {line}", column)
 
 
 def _validated_row(
@@ -176,12 +196,7 @@ def _validated_row(
 
     longitude = _number(cells["longitude"], path, line, "longitude")
     latitude = _number(cells["latitude"], path, line, "latitude")
-    if not -180.0 <= longitude <= 180.0:
-        raise InputError(
-            f"{path}, line {line}, field longitude: {longitude:g} is outside [-180, 180]."
-        )
-    if not -90.0 <= latitude <= 90.0:
-        raise InputError(f"{path}, line {line}, field latitude: {latitude:g} is outside [-90, 90].")
+    check_coordinates(latitude, longitude, f"{path}, line {line}")
     row["longitude"], row["latitude"] = longitude, latitude
     altitude = cells["altitude"].strip()
     row["altitude"] = _number(altitude, path, line, "altitude") if altitude else None
@@ -226,7 +241,7 @@ def read_agl1k_text(text: str, path: Path, *, encoding: str = "utf-8") -> Datase
         an empty or repeated key, a non-numeric or out-of-range coordinate, duration or category
         value (naming the line and field), an unreadable CSV record, or no data rows.
     """
-    records = _records(text, path)
+    records = csv_records(text, path)
     if not records:
         raise InputError(f"{path}: the file is empty; expected an AGL1K header and data rows.")
     header_line, header = records[0]

@@ -1,260 +1,25 @@
-"""Import services: a dataset CSV or an ALM result file into a project store, all or nothing."""
+"""Import service for ALM result files: one file is one model's predictions, all or nothing.
+
+Datasets are imported by :mod:`workbench.importing.datasets`; :class:`ImportReport` is shared
+(:mod:`workbench.importing.report`).
+"""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
 
 from storage import Store
-from storage.models import AlmRun, Clip, Dataset, JudgeRun, MediaRoot, Prediction, utcnow
+from storage.models import AlmRun, Clip, Dataset, JudgeRun, Prediction, utcnow
 from workbench.errors import InputError
 from workbench.tasks import TaskContext
-from workbench.importing.agl1k import DatasetTable, read_agl1k_csv
+from workbench.importing.report import ImportReport, file_sha256, shorten
 from workbench.importing.prediction_rows import insert_predictions, prediction_row
 from workbench.importing.predictions import iter_prediction_records, scan_prediction_file
-
-# Lists in messages stay readable; the report's ``details`` keep every item.
-_SHOWN_IN_MESSAGE = 20
-
-
-@dataclass
-class ImportReport:
-    """What an import found and did.
-
-    Attributes
-    ----------
-    kind : str
-        ``"dataset"`` or ``"predictions"``.
-    source : str
-        The imported file.
-    name : str
-        Dataset name or model name.
-    dry_run : bool
-        True when nothing was stored by design.
-    stored : bool
-        True when the records were committed.
-    counts : dict
-        Named counts (rows read, stored, skipped, ...).
-    warnings : list of str
-        Notable facts that did not stop the import (Latin-1 fallback, empty continents, ...).
-    problems : list of str
-        Defects in the input that were skipped or would stop a real import.
-    details : dict
-        Full lists behind the messages (keys, line numbers, fields).
-    """
-
-    kind: str
-    source: str
-    name: str
-    dry_run: bool = False
-    stored: bool = False
-    counts: dict[str, int] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-    details: dict[str, Any] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        """A JSON-ready copy."""
-        return asdict(self)
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _shorten(items: list[str]) -> str:
-    shown = ", ".join(items[:_SHOWN_IN_MESSAGE])
-    more = len(items) - _SHOWN_IN_MESSAGE
-    return f"{shown}, … ({more} more)" if more > 0 else shown
-
-
-def _audio_paths(
-    table: DatasetTable, media_root: Path, report: ImportReport
-) -> dict[str, str]:
-    """Clip key -> audio path relative to the media root, by the one rule of :mod:`workbench.media`."""
-    from workbench.media import MediaIndex
-
-    root = media_root.resolve()
-    index = MediaIndex([root])
-    found: dict[str, str] = {}
-    escaping: list[str] = []
-    ambiguous: list[str] = []
-    for row in table.rows:
-        mp3name = row["mp3name"]
-        if mp3name and not (root / mp3name).resolve().is_relative_to(root):
-            escaping.append(row["key"])
-            continue
-        files = index.find(row["key"], mp3name or None)
-        if len(files) == 1:
-            found[row["key"]] = index.relative(files[0])[1]
-        elif len(files) > 1:
-            ambiguous.append(row["key"])
-    if escaping:
-        report.problems.append(
-            f"{len(escaping)} clip(s) name an audio file outside the media root {root} "
-            f"(ignored, no audio linked): {_shorten(escaping)}"
-        )
-        report.details["audio_outside_media_root"] = escaping
-    if ambiguous:
-        report.problems.append(
-            f"{len(ambiguous)} clip(s) match more than one file under the media root (not linked; "
-            f"see `aglw media link --dry-run`): {_shorten(ambiguous)}"
-        )
-        report.details["audio_ambiguous"] = ambiguous
-    return found
-
-
-def import_dataset(
-    store: Store,
-    path: str | Path,
-    *,
-    format: str = "agl1k",  # noqa: A002 - mirrors the --format option
-    name: str | None = None,
-    media_root: str | Path | None = None,
-    dry_run: bool = False,
-    task: TaskContext | None = None,
-) -> ImportReport:
-    """Import a dataset CSV as one new dataset, in one transaction.
-
-    Parameters
-    ----------
-    store : Store
-        The project store.
-    path : str or Path
-        The CSV file.
-    format : str
-        Table format (``"agl1k"``).
-    name : str, optional
-        Dataset name; defaults to the file's stem. Must not exist yet.
-    media_root : str or Path, optional
-        Folder holding the recordings: recorded as the dataset's media root, and each clip whose
-        ``mp3name`` exists under it (directly or in a ``<key>/`` subfolder) gets ``audio_path``.
-    dry_run : bool
-        Validate and report; store nothing.
-    task : TaskContext, optional
-        Progress and cancel: the file is one item, stored whole or not at all; a cancel
-        before the transaction stores nothing (importing again does it all).
-
-    Returns
-    -------
-    ImportReport
-
-    Raises
-    ------
-    InputError
-        Any problem in the file (see :func:`workbench.importing.agl1k.read_agl1k_text`), a
-        missing media root, or a dataset of that name already existing. Nothing is stored.
-    """
-    path = Path(path)
-    task = task or TaskContext()
-    task.set_total(1)
-    table = read_agl1k_csv(path, format=format)
-    dataset_name = (name or path.stem).strip()
-    if not dataset_name:
-        raise InputError("the dataset name is empty; pass --name NAME")
-    report = ImportReport(kind="dataset", source=str(path), name=dataset_name, dry_run=dry_run)
-    report.warnings.extend(table.warnings)
-    report.details.update(
-        encoding=table.encoding,
-        column_mapping=table.column_mapping,
-        empty_continent_keys=table.empty_continent_keys,
-    )
-    report.counts.update(rows=len(table.rows), empty_continent=len(table.empty_continent_keys))
-    if table.empty_continent_keys:
-        report.warnings.append(
-            f"{len(table.empty_continent_keys)} clip(s) have an empty continent (stored as "
-            f"missing): {_shorten(table.empty_continent_keys)}"
-        )
-
-    audio: dict[str, str] = {}
-    root: Path | None = None
-    if media_root is not None:
-        root = Path(media_root).expanduser()
-        if not root.is_dir():
-            raise InputError(f"media root {root}: not a folder; pass an existing folder.")
-        audio = _audio_paths(table, root, report)
-        report.counts.update(audio_found=len(audio), audio_missing=len(table.rows) - len(audio))
-
-    with store.session() as session:
-        existing = (
-            session.execute(select(Dataset).where(Dataset.name == dataset_name)).scalars().first()
-        )
-        if existing is not None:
-            n_clips = session.execute(
-                select(func.count()).select_from(Clip).where(Clip.dataset_id == existing.id)
-            ).scalar_one()
-            raise InputError(
-                f"a dataset named {dataset_name!r} already exists ({n_clips} clips, imported "
-                f"{existing.imported_at:%Y-%m-%d %H:%M}); its clips may carry labels and "
-                "results, so it is not overwritten. Import under another --name."
-            )
-    if dry_run:
-        report.counts["clips_stored"] = 0
-        task.item_done(str(path))
-        return report
-
-    sha = _sha256(path)
-    # The last safe point: from here the file is stored whole.
-    task.check_cancel()
-    try:
-        with store.write() as session:
-            dataset = Dataset(
-                name=dataset_name,
-                format=format,
-                source_path=str(path.resolve()),
-                source_sha256=sha,
-                column_mapping=table.column_mapping,
-            )
-            session.add(dataset)
-            session.flush()
-            if root is not None:
-                session.add(MediaRoot(dataset_id=dataset.id, path=str(root.resolve())))
-            clip_rows = [
-                {**row, "dataset_id": dataset.id, "audio_path": audio.get(row["key"])}
-                for row in table.rows
-            ]
-            session.execute(insert(Clip.__table__), clip_rows)
-            linked = _link_waiting_predictions(session, dataset.id)
-    except IntegrityError as exc:
-        raise InputError(
-            f"a dataset named {dataset_name!r} was created meanwhile; nothing was imported. "
-            "Import under another --name."
-        ) from exc
-    report.stored = True
-    report.counts["clips_stored"] = len(table.rows)
-    task.item_done(str(path))
-    if linked:
-        report.counts["predictions_linked"] = linked
-        report.warnings.append(f"{linked} prediction(s) imported before this dataset are now linked to its clips")
-    return report
-
-
-def _link_waiting_predictions(session: Any, dataset_id: int) -> int:
-    """Link predictions stored without a clip (imported before any dataset) to this dataset's
-    clips of the same key, in the import's transaction; returns how many were linked."""
-    key_to_clip = (
-        select(Clip.id)
-        .where(Clip.dataset_id == dataset_id, Clip.key == Prediction.question_id)
-        .scalar_subquery()
-    )
-    keys = select(Clip.key).where(Clip.dataset_id == dataset_id)
-    result = session.execute(
-        update(Prediction)
-        .where(Prediction.clip_id.is_(None), Prediction.question_id.in_(keys))  # type: ignore[union-attr]
-        .values(clip_id=key_to_clip)
-        .execution_options(synchronize_session=False)
-    )
-    return int(result.rowcount or 0)
 
 
 def _choose_dataset(
@@ -361,19 +126,19 @@ def import_predictions(
     malformed_text = [f"line {line}: {reason}" for line, reason in parsed.malformed]
     if parsed.malformed and not skip_malformed:
         raise InputError(
-            f"{path}: {len(parsed.malformed)} malformed record(s): {_shorten(malformed_text)}. "
+            f"{path}: {len(parsed.malformed)} malformed record(s): {shorten(malformed_text)}. "
             f"Nothing was imported; fix them, or pass --skip-malformed to import the "
             f"{len(parsed.records)} good record(s) and skip these."
         )
     if parsed.malformed:
         report.problems.append(
-            f"skipped {len(parsed.malformed)} malformed record(s): {_shorten(malformed_text)}"
+            f"skipped {len(parsed.malformed)} malformed record(s): {shorten(malformed_text)}"
         )
     if parsed.duplicates:
         report.problems.append(
             f"{len(parsed.duplicates)} duplicate question_id(s) ignored (the first occurrence is "
             "kept): "
-            + _shorten([f"line {line} repeats line {first} ({qid})" for line, first, qid in parsed.duplicates])
+            + shorten([f"line {line} repeats line {first} ({qid})" for line, first, qid in parsed.duplicates])
         )
     if parsed.unknown_fields:
         report.warnings.append(
@@ -384,7 +149,7 @@ def import_predictions(
         raise InputError(f"{path}: no importable record; nothing was imported.")
 
     keys = [record.question_id for record in parsed.records]
-    sha = _sha256(path)
+    sha = file_sha256(path)
     with store.session() as session:
         dataset_name, clip_ids = _choose_dataset(session, keys, dataset)
         existing = session.execute(select(AlmRun).where(AlmRun.model == model)).scalars().first()
@@ -433,7 +198,7 @@ def import_predictions(
     elif unknown_keys:
         report.warnings.append(
             f"{len(unknown_keys)} question_id(s) are not in dataset {dataset_name!r} (stored "
-            f"without a clip link): {_shorten(unknown_keys)}"
+            f"without a clip link): {shorten(unknown_keys)}"
         )
     report.counts.update(
         records=len(parsed.records) + len(parsed.malformed) + len(parsed.duplicates),
