@@ -31,9 +31,8 @@ from PySide6.QtWidgets import (
 from storage import Store
 from ui.cockpit.jobs import JobSpec, JobsPanel
 from workbench.errors import AglwError
+from workbench.llm.providers import ALM_PROVIDERS as PROVIDERS
 from workbench.tasks import TaskContext
-
-PROVIDERS = ("openai", "openai-compatible", "gemini", "transformers")
 
 
 def _usd(value: float | None) -> str:

@@ -15,12 +15,13 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from workbench.alm.answers import close_job, submitted_jobs, update_job
 from workbench.alm.config import AlmConfig, load_alm_config
-from workbench.alm.plan import AlmRunOptions, _Item, _options, _plan, _Plan
+from workbench.alm.plan import AlmItem, AlmPlan, AlmRunOptions, model_options, plan_run
 from workbench.alm.prompts import AlmPrompt
 from workbench.alm.providers import AlmRequest, AnswerError, RetryableError, make_provider, read_audio
 from workbench.alm.records import ClipFacts
-from workbench.alm.runner import AlmRunReport, _Outcome, _Runner, new_report, open_job
+from workbench.alm.runner import AlmOutcome, AlmQuestions, AlmRunReport, new_report, start
 from workbench.errors import InputError
 from workbench.tasks import TaskCancelled, TaskContext
 
@@ -46,26 +47,25 @@ def submit_batch(store: Store, options: AlmRunOptions, *, config: AlmConfig | No
         A provider other than ``gemini``, or the errors of :func:`workbench.alm.runner.run_alm`.
     """
     from google.genai import types
-    from sqlalchemy import update
-
-    from storage.models import AlmJob, utcnow
 
     if options.provider != "gemini":
         raise InputError("--mode batch uses Gemini's Batch API: it needs --provider gemini")
     task = task or TaskContext()
     config = config or load_alm_config()
-    plan = _plan(store, options, config)
+    plan = plan_run(store, options, config)
     report = new_report(options, plan)
+    questions = AlmQuestions(store, options, plan, None, report)
     if not plan.items:
-        open_job(store, options, plan, report, task)
+        questions.ensure_job()
+        start(store, options, plan, report, questions, task)
         return report
     provider = make_provider("gemini", plan.settings, api_model=options.api_model_id, base_url=options.base_url,
                              api_key_env=options.api_key_env)
-    open_job(store, options, plan, report, task)
-    runner = _Runner(store, options, plan, provider, task, report, lambda _s: None, 1)
+    questions.ensure_job()
+    start(store, options, plan, report, questions, task)
     requests: list[Any] = []
     entries: list[dict[str, Any]] = []
-    failures: list[_Outcome] = []
+    failures: list[AlmOutcome] = []
     batch = None
     try:
         for item in plan.items:
@@ -76,7 +76,7 @@ def submit_batch(store: Store, options: AlmRunOptions, *, config: AlmConfig | No
                 request = AlmRequest(item.clip.key, plan.prompt, audio, options.api_model_id, plan.entry, seed)
                 uploaded = provider.upload(request)  # type: ignore[attr-defined]
             except (AnswerError, RetryableError) as exc:
-                failures.append(_Outcome(item, "failed", f"upload for the batch failed: {exc}"))
+                failures.append(AlmOutcome(item, "failed", f"upload for the batch failed: {exc}"))
                 continue
             contents, generation = provider.contents_and_config(  # type: ignore[attr-defined]
                 request, provider.file_part(uploaded, audio.mime_type))  # type: ignore[attr-defined]
@@ -86,8 +86,8 @@ def submit_batch(store: Store, options: AlmRunOptions, *, config: AlmConfig | No
                             "audio": audio.record("files"), "file": uploaded.name})
             # The uploads are the long part: the bar moves per upload (a failed one counts when announced).
             task.advance()
-        runner.store_outcomes(failures)
-        runner.announce(failures)
+        questions.store(failures)
+        questions.announce(failures, task)
         task.check_cancel()  # the last moment a cancel costs nothing: the batch is paid once created
         if requests:
             probe = AlmRequest("batch", plan.prompt, None, options.api_model_id, plan.entry)  # type: ignore[arg-type]
@@ -98,19 +98,16 @@ def submit_batch(store: Store, options: AlmRunOptions, *, config: AlmConfig | No
         # neither collected nor shown as running; a re-run submits everything again.
         for entry in entries:
             provider.delete(entry["file"])  # type: ignore[attr-defined]
-        with store.write() as session:
-            session.execute(update(AlmJob).where(AlmJob.id == report.job_id).values(
-                status="cancelled" if isinstance(exc, TaskCancelled) else "failed", finished_at=utcnow(),
-                failed=len(report.failed)))
+        close_job(store, questions.job_id, "cancelled" if isinstance(exc, TaskCancelled) else "failed",  # type: ignore[arg-type]
+                  failed=len(report.failed))
         raise
     finally:
         provider.close()
-    with store.write() as session:
-        job_options = {**_options(plan.entry), "batch": {
-            "name": getattr(batch, "name", None), "entries": entries,
-            "prompt": {"version": plan.prompt.version, "before": plan.prompt.before, "after": plan.prompt.after}}}
-        session.execute(update(AlmJob).where(AlmJob.id == report.job_id).values(
-            status="submitted" if batch is not None else "failed", options=job_options, failed=len(report.failed)))
+    job_options = {**model_options(plan.entry), "batch": {
+        "name": getattr(batch, "name", None), "entries": entries,
+        "prompt": {"version": plan.prompt.version, "before": plan.prompt.before, "after": plan.prompt.after}}}
+    update_job(store, questions.job_id, status="submitted" if batch is not None else "failed",  # type: ignore[arg-type]
+               options=job_options, failed=len(report.failed))
     report.stopped = (f"submitted {len(entries)} request(s) as batch {batch.name} at the batch price; collect the "
                       "answers with --collect (most batches end within hours, all within 24 h)") if batch is not None \
         else "nothing was submitted"
@@ -128,15 +125,9 @@ def collect_batches(store: Store, model: str, *, config: AlmConfig | None = None
         requests without a result), tokens and cost at the batch price; ``stopped`` lists batches
         still running.
     """
-    from sqlalchemy import select, update
-
-    from storage.models import AlmJob, AlmRun, utcnow
-
     task = task or TaskContext()
     config = config or load_alm_config()
-    with store.session() as session:
-        jobs = list(session.execute(select(AlmJob, AlmRun.id).join(AlmRun, AlmRun.id == AlmJob.alm_run_id).where(
-            AlmRun.model == model, AlmJob.status == "submitted")).all())
+    jobs = submitted_jobs(store, model)
     report = AlmRunReport(model=model, provider="gemini", api_model="", prompt_version="")
     if not jobs:
         report.stopped = f"no submitted batch of model {model!r} to collect"
@@ -160,10 +151,11 @@ def collect_batches(store: Store, model: str, *, config: AlmConfig | None = None
                 continue
             options = AlmRunOptions(model=model, provider="gemini", api_model=job.api_model, seed=job.seed,
                                     samples=job.samples)
-            plan = _Plan([], [], [], run_id, entry, settings, config.price(job.api_model), prompt)
-            runner = _Runner(store, options, plan, provider, task, report, lambda _s: None, 1)
-            runner.spent = report.cost_usd or 0.0
+            plan = AlmPlan([], [], [], run_id, entry, settings, config.price(job.api_model), prompt)
+            discount = settings.batch_discount or 0.5
             report.job_id = job.id
+            questions = AlmQuestions(store, options, plan, provider, report, discount=discount)
+            questions.spent = report.cost_usd or 0.0
             entries = batch_info.get("entries", [])
             task.set_total(task.total + len(entries))
             results = list(getattr(getattr(batch, "dest", None), "inlined_responses", None) or []) if state == ENDED_OK else []
@@ -172,34 +164,32 @@ def collect_batches(store: Store, model: str, *, config: AlmConfig | None = None
                 key = (getattr(result, "metadata", None) or {}).get("key")
                 by_key[key if key is not None else entries[index]["label"] if index < len(entries) else index] = result
             outcomes = []
-            discount = settings.batch_discount or 0.5
             for item_data in entries:
-                item = _Item(ClipFacts(**item_data["clip"]), item_data["sample"], None, None,
+                item = AlmItem(ClipFacts(**item_data["clip"]), item_data["sample"], None, None,
                              item_data["fingerprint"], item_data["cache_key"])
                 result = by_key.get(item_data["label"])
                 if state != ENDED_OK:
-                    outcomes.append(_Outcome(item, "failed", f"the batch ended {state.removeprefix('JOB_STATE_').lower()}; "
+                    outcomes.append(AlmOutcome(item, "failed", f"the batch ended {state.removeprefix('JOB_STATE_').lower()}; "
                                              "run again to ask these clips"))
                 elif result is None:
-                    outcomes.append(_Outcome(item, "failed", "no result for this request in the batch"))
+                    outcomes.append(AlmOutcome(item, "failed", "no result for this request in the batch"))
                 elif getattr(result, "error", None) is not None:
                     error = result.error
-                    outcomes.append(_Outcome(item, "failed", f"batch request failed: {getattr(error, 'message', error)}"))
+                    outcomes.append(AlmOutcome(item, "failed", f"batch request failed: {getattr(error, 'message', error)}"))
                 else:
                     try:
                         from workbench.alm.gemini import reply_from_response
 
                         reply = reply_from_response(result.response, "files")
                     except AnswerError as exc:
-                        outcomes.append(_Outcome(item, "failed", str(exc)))
+                        outcomes.append(AlmOutcome(item, "failed", str(exc)))
                         continue
-                    outcomes.append(runner.outcome(item, reply, item_data["audio"], discount=discount))
-            runner.store_outcomes(outcomes)
-            with store.write() as session:
-                session.execute(update(AlmJob).where(AlmJob.id == job.id).values(status="done", finished_at=utcnow()))
+                    outcomes.append(questions.outcome(item, reply, item_data["audio"], discount=discount))
+            questions.store(outcomes)
+            close_job(store, job.id, "done")
             for item_data in entries:
                 provider.delete(item_data["file"])  # type: ignore[attr-defined]
-            runner.announce(outcomes)
+            questions.announce(outcomes, task)
         finally:
             provider.close()
     if waiting:

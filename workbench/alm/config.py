@@ -15,10 +15,11 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from workbench.errors import InputError
+from workbench.llm.providers import ALM_PROVIDERS, AlmProviderName
 
 ALM_FILE = "alm.toml"
-PROVIDERS = ("openai", "openai-compatible", "gemini", "transformers")
-Provider = Literal["openai", "openai-compatible", "gemini", "transformers"]
+PROVIDERS = ALM_PROVIDERS  # the one provider list (workbench.llm.providers)
+Provider = AlmProviderName
 
 DEFAULT_ALM_TOML = """\
 # AGL Workbench: audio-language models for `aglw alm run` (see the ALM runner design doc).
@@ -225,8 +226,11 @@ def alm_config_path() -> Path:
     return config_dir() / ALM_FILE
 
 
-def load_alm_config(path: Path | None = None) -> AlmConfig:
+def load_alm_config(path: Path | None = None, *, write_defaults: bool = True) -> AlmConfig:
     """Read ``alm.toml``, writing the documented defaults first when it does not exist.
+
+    ``write_defaults=False`` (a dry run, which writes nothing) reads the defaults without
+    creating the file.
 
     Raises
     ------
@@ -236,9 +240,14 @@ def load_alm_config(path: Path | None = None) -> AlmConfig:
     from workbench.config_schema import read_toml, validate
 
     path = path or alm_config_path()
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(DEFAULT_ALM_TOML, encoding="utf-8")
-    data = read_toml(path, "fix it or delete it to get the defaults back")
+    if not path.exists() and not write_defaults:
+        import tomllib
+
+        data = tomllib.loads(DEFAULT_ALM_TOML)
+    else:
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(DEFAULT_ALM_TOML, encoding="utf-8")
+        data = read_toml(path, "fix it or delete it to get the defaults back")
     parsed = validate(_AlmFile, data, path)
     return AlmConfig(path=path, providers=dict(parsed.providers), models=dict(parsed.models))

@@ -13,7 +13,8 @@ import time
 from typing import Any
 
 from workbench.alm.config import ProviderSettings
-from workbench.alm.providers import AlmReply, AlmRequest, AnswerError, RetryableError, RunStopped, _retry_after
+from workbench.alm.providers import AlmReply, AlmRequest, AnswerError, RetryableError, RunStopped, retry_after
+from workbench.llm.errors import not_reached
 from workbench.attribution.secrets import quiet_sdk_loggers, redact
 
 _FILE_WAIT_S = 60.0
@@ -71,7 +72,7 @@ class GeminiProvider:
                 raise RunStopped(f"Gemini does not know model {request.api_model!r} (HTTP 404); check "
                                  "--api-model. The run stopped") from None
             if code in (408, 409, 429, 500, 502, 503, 504, 529):
-                wait = _retry_after(getattr(exc, "response", None)) or _retry_delay(exc.details)
+                wait = retry_after(getattr(exc, "response", None)) or _retry_delay(exc.details)
                 raise RetryableError(text, wait) from None
             raise AnswerError(text) from None
         except Exception as exc:  # noqa: BLE001 - sorted by kind below; none may crash the run
@@ -79,7 +80,7 @@ class GeminiProvider:
             if "Timeout" in kind:
                 raise RetryableError("timeout: no reply within the time-out") from None
             if "Connect" in kind or "RemoteProtocol" in kind or isinstance(exc, ConnectionError):
-                raise RetryableError(self._clean(f"connection error: {kind}")) from None
+                raise RetryableError(self._clean(f"connection error: {kind}"), connection=not_reached(exc)) from None
             # An HTTP 200 whose body is not the API's JSON ends here (a JSON decode error).
             raise AnswerError(self._clean(f"the API's answer could not be read ({kind}: {str(exc)[:120]}); is "
                                           "--base-url (or a proxy) answering instead of the API?")) from None

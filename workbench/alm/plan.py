@@ -1,6 +1,7 @@
 """What an ALM run would ask: clips, their recordings and fingerprints, and what is already answered.
 
-Read-only: planning touches the disk (to hash each recording) and reads the store, never writes.
+Read-only: planning reads the store, never writes. Each recording's hash comes from the store
+(``Clip.content_hash``); only a clip whose hash was never stored is hashed from its file.
 The same plan drives the run (:mod:`workbench.alm.runner`) and the offline estimate
 (:func:`dry_run`), so the estimate prices exactly the requests the run would send.
 """
@@ -8,7 +9,6 @@ The same plan drives the run (:mod:`workbench.alm.runner`) and the offline estim
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -51,7 +51,7 @@ class AlmRunOptions:
 
 
 @dataclass(frozen=True)
-class _Item:
+class AlmItem:
     """One (clip, sample) to answer."""
 
     clip: ClipFacts
@@ -61,6 +61,7 @@ class _Item:
     fingerprint: str | None
     cache_key: str | None
     problem: str | None = None  # no audio: a failure without a request
+    digest: str | None = None  # the recording's sha256 the fingerprint was made of
 
     @property
     def label(self) -> str:
@@ -68,10 +69,12 @@ class _Item:
 
 
 @dataclass
-class _Plan:
-    items: list[_Item]
-    cached: list[_Item]
-    no_audio: list[_Item]
+class AlmPlan:
+    """What a run asks (``items``), skips (``cached``) and fails without asking (``no_audio``)."""
+
+    items: list[AlmItem]
+    cached: list[AlmItem]
+    no_audio: list[AlmItem]
     run_id: int | None
     entry: ModelEntry
     settings: ProviderSettings
@@ -81,14 +84,14 @@ class _Plan:
 
 def fingerprint(provider: str, api_model: str, prompt_version: str, audio_sha256: str,
                 options: dict[str, Any], seed: int | None) -> str:
-    """The key under which an answer is never paid for twice (sha256 of the canonical JSON)."""
-    payload = json.dumps({"provider": provider, "api_model": api_model, "prompt_version": prompt_version,
-                          "audio_sha256": audio_sha256, "options": options, "seed": seed},
-                         sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+    """The key under which an answer is never paid for twice (the engine's one fingerprint)."""
+    from workbench.llm.fingerprint import fingerprint as request_fingerprint
+
+    return request_fingerprint({"provider": provider, "api_model": api_model, "prompt_version": prompt_version,
+                                "audio_sha256": audio_sha256, "options": options, "seed": seed})
 
 
-def _options(entry: ModelEntry) -> dict[str, Any]:
+def model_options(entry: ModelEntry) -> dict[str, Any]:
     return {"max_output_tokens": entry.max_output_tokens, "temperature": entry.temperature,
             "structured_output": entry.structured_output, "audio_format": entry.audio_format}
 
@@ -98,7 +101,7 @@ def _file_sha256(path: Path) -> str:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
-def _plan(store: Store, options: AlmRunOptions, config: AlmConfig) -> _Plan:
+def plan_run(store: Store, options: AlmRunOptions, config: AlmConfig) -> AlmPlan:
     """Clips, their audio and fingerprints, and which answers are already stored (reads only)."""
     from sqlalchemy import select
 
@@ -136,10 +139,10 @@ def _plan(store: Store, options: AlmRunOptions, config: AlmConfig) -> _Plan:
     if not clips:
         raise InputError("the project has no clips; import a dataset first (`aglw import dataset`)")
     seen: set[str] = set()
-    items: list[_Item] = []
-    cached: list[_Item] = []
-    no_audio: list[_Item] = []
-    opts = _options(entry)
+    items: list[AlmItem] = []
+    cached: list[AlmItem] = []
+    no_audio: list[AlmItem] = []
+    opts = model_options(entry)
     for clip in clips:
         if clip.key in seen:  # the same key in two datasets: one prediction per key and model
             continue
@@ -150,7 +153,9 @@ def _plan(store: Store, options: AlmRunOptions, config: AlmConfig) -> _Plan:
         status = clip_audio(clip.key, clip.audio_path, roots.get(clip.dataset_id, []))
         digest = None
         problem = None
-        if status.ok and status.path is not None:
+        if status.ok and status.path is not None and clip.content_hash:
+            digest = clip.content_hash  # the store's hash; the worker checks it against the bytes it sends
+        elif status.ok and status.path is not None:
             try:
                 digest = _file_sha256(status.path)
             except OSError as exc:
@@ -159,16 +164,16 @@ def _plan(store: Store, options: AlmRunOptions, config: AlmConfig) -> _Plan:
             problem = status.message or f"clip {clip.key} has no audio"
         for sample in range(options.samples):
             if digest is None:
-                item = _Item(facts, sample, None, seconds, None, None, problem)
+                item = AlmItem(facts, sample, None, seconds, None, None, problem)
                 no_audio.append(item)
                 continue
             fp = fingerprint(options.provider, options.api_model_id, prompt.version, digest, opts, options.seed)
-            item = _Item(facts, sample, status.path, seconds, fp, f"{fp}:{sample}")
+            item = AlmItem(facts, sample, status.path, seconds, fp, f"{fp}:{sample}", digest=digest)
             if not options.force and run is not None and f"{run.id}:{item.cache_key}" in stored_keys:
                 cached.append(item)
             else:
                 items.append(item)
-    return _Plan(items, cached, no_audio, run.id if run is not None else None, entry, settings,
+    return AlmPlan(items, cached, no_audio, run.id if run is not None else None, entry, settings,
                  config.price(options.api_model_id), prompt)
 
 
@@ -178,8 +183,8 @@ def dry_run(store: Store, options: AlmRunOptions, *, config: AlmConfig | None = 
     Clips without audio are priced too (they would fail until their recording is linked) and
     counted in ``no_audio``.
     """
-    config = config or load_alm_config()
-    plan = _plan(store, options, config)
+    config = config or load_alm_config(write_defaults=False)
+    plan = plan_run(store, options, config)
     estimate = Estimate(model=options.model, provider=options.provider, api_model=options.api_model_id,
                         prompt_version=plan.prompt.version, clips=len({i.clip.key for i in plan.items + plan.cached
                                                                        + plan.no_audio}),

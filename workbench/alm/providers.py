@@ -1,8 +1,9 @@
 """ALM providers: the interface, the audio they are sent, their faults, and the OpenAI SDK path.
 
 A provider turns (prompt, audio) into a reply: the text, token counts, why it stopped and how
-the audio travelled. It does *not* retry: the runner retries every provider the same way
-(backoff, ``retry-after``), so the SDKs' own retries are switched off. Faults come out as:
+the audio travelled. It does *not* retry: the engine (:mod:`workbench.llm.engine`) retries every
+provider the same way (backoff, ``retry-after``), so the SDKs' own retries are switched off.
+Faults come out in the engine's vocabulary (:mod:`workbench.llm.errors`):
 
 - :class:`RetryableError` — 429, 5xx/529/503, 408/409, time-outs, connection errors (with the
   server's ``retry-after`` when it sent one);
@@ -28,30 +29,17 @@ from workbench.alm.config import ModelEntry, ProviderSettings
 from workbench.alm.prompts import AlmPrompt
 from workbench.attribution.secrets import api_key as read_api_key
 from workbench.attribution.secrets import quiet_sdk_loggers, redact
-from workbench.errors import AglwError, InputError
+from workbench.errors import InputError
+from workbench.llm.errors import AnswerError, Provider, RetryableError, RunStopped, not_reached
+
+__all__ = ["AlmProvider", "AlmReply", "AlmRequest", "AnswerError", "AudioPayload", "OpenAIProvider", "RetryableError",
+           "RunStopped", "make_provider", "read_audio", "resolve_key", "retry_after"]
 
 MIME_TYPES = {
     "mp3": "audio/mp3", "wav": "audio/wav", "flac": "audio/flac", "ogg": "audio/ogg",
     "aac": "audio/aac", "aiff": "audio/aiff", "aif": "audio/aiff", "m4a": "audio/aac",
 }
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
-
-
-class RunStopped(AglwError):
-    """The provider refused the key or does not know the model: the run stops (one line)."""
-
-
-class AnswerError(Exception):
-    """This clip's request failed for good; the reason is safe to store."""
-
-
-class RetryableError(Exception):
-    """A transient fault; ``retry_after`` is the server's wish in seconds, if it said one."""
-
-    def __init__(self, reason: str, retry_after: float | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.retry_after = retry_after
 
 
 @dataclass(frozen=True)
@@ -130,18 +118,13 @@ class AlmReply:
     transport: str = "inline"
 
 
-class AlmProvider(Protocol):
-    """What every ALM backend offers."""
+class AlmProvider(Provider, Protocol):
+    """What every ALM backend offers (the engine's :class:`~workbench.llm.errors.Provider` and ``ask``)."""
 
-    name: str
     accepted_formats: tuple[str, ...]
 
     def ask(self, request: AlmRequest) -> AlmReply:
         """Send one request once (no retries) and return the reply."""
-        ...
-
-    def close(self) -> None:
-        """Release connections or memory."""
         ...
 
 
@@ -171,7 +154,7 @@ def resolve_key(settings: ProviderSettings, provider: str, api_key_env: str | No
     return None
 
 
-def _retry_after(response: Any) -> float | None:
+def retry_after(response: Any) -> float | None:
     """Seconds from a ``retry-after`` header (seconds form; an HTTP date is ignored)."""
     headers = getattr(response, "headers", None)
     if headers is None:
@@ -266,11 +249,11 @@ class OpenAIProvider:
         except openai.APITimeoutError:
             raise RetryableError("timeout: no reply within the time-out") from None
         except openai.APIConnectionError as exc:
-            raise RetryableError(self._clean(f"connection error: {exc}")) from None
+            raise RetryableError(self._clean(f"connection error: {exc}"), connection=not_reached(exc)) from None
         except openai.APIStatusError as exc:
             reason = self._clean(f"HTTP {exc.status_code}: {str(exc.message)[:300]}")
             if exc.status_code in RETRY_STATUS:
-                raise RetryableError(reason, _retry_after(exc.response)) from None
+                raise RetryableError(reason, retry_after(exc.response)) from None
             raise AnswerError(reason) from None
         except openai.APIResponseValidationError as exc:
             raise AnswerError(self._clean(f"malformed response from the API: {exc.message}")) from None

@@ -1,0 +1,386 @@
+"""The campaign engine: ask an LLM about each item, store every answer as it arrives.
+
+One run of a question kind goes:
+
+1. **replay** — what the journal holds and the project does not is stored first (no request);
+2. **ask** — the rest goes to a paced pool of at most ``concurrency`` requests in flight (new
+   requests are handed to the pool only as earlier ones end, so at a kill at most ``concurrency``
+   requests are in the air); transient faults are retried with backoff honouring ``retry-after``;
+   each reply is journaled by the worker that received it, before anything else;
+3. **store** — the calling thread writes the answers in small group transactions; a project
+   locked by another program makes it wait (with a note) and never drops an answer;
+4. **report** — each stored item is one item of the task protocol.
+
+Run-level faults are decided here for every kind: a server not reached on the run's first
+requests (refused, DNS, TLS) stops the run with :class:`~workbench.llm.errors.Unreachable`;
+:class:`~workbench.llm.errors.RunStopped` (401/403/404) stops it at once. A kind never sees those.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from concurrent.futures import ALL_COMPLETED, FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+from workbench.llm.errors import RetryableError, RunStopped, Unreachable
+from workbench.llm.journal import Journal
+from workbench.tasks import TaskCancelled, TaskContext
+
+Item = TypeVar("Item")
+Outcome = TypeVar("Outcome")
+Reply = TypeVar("Reply")
+
+_WAIT_S = 0.2
+_GATHER_S = 0.05  # how long answers are gathered into one write
+_LOCK_RETRY_S = 1.0
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how long a transient fault is retried (the server's ``retry-after`` wins)."""
+
+    max_retries: int = 3
+    backoff_s: float = 1.0
+    max_backoff_s: float = 60.0
+    max_retry_after_s: float = 300.0
+
+
+@dataclass(frozen=True)
+class Call(Generic[Reply]):
+    """A request that got a reply: the reply, how many attempts it took and the last one's latency."""
+
+    reply: Reply
+    attempts: int
+    latency_s: float
+
+
+class Pacer:
+    """At most ``per_minute`` request starts per minute across all workers (None: no limit)."""
+
+    def __init__(self, per_minute: float | None, sleep: Callable[[float], None]) -> None:
+        self._interval = 60.0 / per_minute if per_minute else 0.0
+        self._next = 0.0
+        self._lock = threading.Lock()
+        self._sleep = sleep
+
+    def wait(self) -> None:
+        if not self._interval:
+            return
+        with self._lock:
+            now = time.monotonic()
+            start = max(now, self._next)
+            self._next = start + self._interval
+        if start > now:
+            self._sleep(start - now)
+
+
+class GaveUp(Exception):
+    """A transient fault outlasted the retries; ``reason`` names it and the attempts."""
+
+    def __init__(self, reason: str, attempts: int) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.attempts = attempts
+
+
+class QuestionKind(Protocol[Item, Outcome]):
+    """What differs between ALM runs, judges and error-mode judges: items, asking, reading, storing."""
+
+    def key(self, item: Item) -> str:
+        """The item's journal key (its fingerprint, plus the sample number where there are samples)."""
+        ...
+
+    def label(self, item: Item) -> str:
+        """The item as the task protocol names it."""
+        ...
+
+    def work(self, campaign: Campaign[Item, Outcome], item: Item) -> Outcome:
+        """Ask about one item (in a worker): requests go through :meth:`Campaign.request`."""
+        ...
+
+    def replay(self, item: Item, entries: list[dict[str, Any]]) -> Outcome:
+        """The outcome of an item from its journaled replies (no request)."""
+        ...
+
+    def failed(self, item: Item, reason: str) -> Outcome:
+        """An item that failed outside the provider (an unexpected error in the worker)."""
+        ...
+
+    def not_sent(self, item: Item, reason: str) -> Outcome | None:
+        """An item left unasked because the run stopped on purpose (None: not reported)."""
+        ...
+
+    def store(self, outcomes: list[Outcome]) -> None:
+        """Write the outcomes in one transaction (the calling thread; may raise a lock time-out)."""
+        ...
+
+    def announce(self, outcomes: list[Outcome], task: TaskContext) -> None:
+        """Count the stored outcomes and report them to ``task`` (may raise ``TaskCancelled``)."""
+        ...
+
+
+def is_lock_timeout(exc: BaseException) -> bool:
+    """A write that waited for another program's lock and gave up (SQLite or PostgreSQL)."""
+    text = str(exc).lower()
+    return "database is locked" in text or "lock timeout" in text or "locknotavailable" in text \
+        or "canceling statement due to lock timeout" in text
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return "disk is full" in text or "no space left" in text or getattr(exc, "errno", None) == 28
+
+
+class Campaign(Generic[Item, Outcome]):
+    """One run of a question kind against one provider.
+
+    Parameters
+    ----------
+    kind
+        The question kind.
+    what
+        The run in words, for messages ("vllm-omni", "judge opus").
+    where
+        The endpoint in words (secrets stripped), named when it cannot be reached.
+    journal
+        The run's journal (None: answers go to the project only; tests of single pieces).
+    concurrency, retry, per_minute
+        Requests in flight, retries, request starts per minute.
+    task, sleep
+        Progress and cancel; waiting between retries (tests pass a recorder).
+    """
+
+    def __init__(self, kind: QuestionKind[Item, Outcome], *, what: str, where: str, journal: Journal | None,
+                 concurrency: int, retry: RetryPolicy, per_minute: float | None = None,
+                 task: TaskContext | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.kind, self.what, self.where, self.journal = kind, what, where, journal
+        self.concurrency = max(1, concurrency)
+        self.retry = retry
+        self.task = task or TaskContext()
+        self.sleep = sleep
+        self.pacer = Pacer(per_minute, sleep)
+        self.stop = threading.Event()
+        self.stop_reason: str | None = None
+        self.requests_sent = 0
+        self.replies = 0
+        self._count_lock = threading.Lock()
+        self.stopped: RunStopped | None = None
+        self.cancelled = False
+
+    # ------------------------------------------------------------------ workers
+    def halt(self, reason: str) -> None:
+        """Send nothing more (requests in flight still end and are stored)."""
+        if not self.stop.is_set():
+            self.stop_reason = reason
+            self.stop.set()
+
+    @property
+    def halted(self) -> bool:
+        return self.stop.is_set() or self.task.cancelled
+
+    def request(self, key: str, send: Callable[[], Reply], record: Callable[[Reply], dict[str, Any]],
+                *, note: dict[str, Any] | None = None) -> Call[Reply]:
+        """Send one request with the engine's retries; the reply is journaled before it is returned.
+
+        Raises
+        ------
+        GaveUp
+            A transient fault outlasted the retries (or the run stopped meanwhile).
+        Unreachable
+            The server was not reached and no reply has arrived in this run yet.
+        RunStopped, AnswerError
+            From the provider.
+        """
+        attempts = 0
+        while True:
+            attempts += 1
+            self.pacer.wait()
+            with self._count_lock:
+                self.requests_sent += 1
+            started = time.monotonic()
+            try:
+                reply = send()
+            except RetryableError as exc:
+                if exc.connection and self.replies == 0:
+                    raise Unreachable(f"cannot reach {self.where}: {exc.reason}. Nothing was asked; check "
+                                      "--base-url and the network") from None
+                if attempts > self.retry.max_retries or self.halted:
+                    raise GaveUp(f"{exc.reason} (gave up after {attempts} attempt(s))", attempts) from None
+                backoff = min(self.retry.backoff_s * 2 ** (attempts - 1), self.retry.max_backoff_s)
+                delay = min(exc.retry_after, self.retry.max_retry_after_s) if exc.retry_after is not None else backoff
+                self.sleep(delay)
+                continue
+            latency = time.monotonic() - started
+            with self._count_lock:
+                self.replies += 1
+            self.keep(key, {**(note or {}), "attempts": attempts, "latency_s": latency, "reply": record(reply)})
+            return Call(reply, attempts, latency)
+
+    def keep(self, key: str, entry: dict[str, Any]) -> None:
+        """Journal one paid reply now; a journal that cannot be written stops further requests."""
+        if self.journal is None:
+            return
+        try:
+            self.journal.append(key, entry)
+        except OSError as exc:
+            self.halt(f"the journal {self.journal.path} cannot be written ({exc.strerror or exc}); "
+                      "the answers received are stored, nothing more is asked")
+
+    def _work(self, item: Item) -> Outcome:
+        if self.halted:
+            return NOT_SENT  # type: ignore[return-value]
+        try:
+            return self.kind.work(self, item)
+        except GaveUp as exc:
+            return self.kind.failed(item, exc.reason)
+
+    # ------------------------------------------------------------------ storing
+    def store(self, outcomes: list[Outcome], items: list[Item]) -> None:
+        """Store on the calling thread; wait (with a note) while another program holds the lock."""
+        if not outcomes:
+            return
+        noted = False
+        while True:
+            try:
+                self.kind.store(outcomes)
+                break
+            except Exception as exc:  # noqa: BLE001 - only lock time-outs and a full disk are handled here
+                if is_disk_full(exc):
+                    kept = f" they are kept in {self.journal.path}" if self.journal is not None else ""
+                    raise RunStopped(f"the disk is full: {len(outcomes)} answer(s) could not be stored;{kept} and "
+                                     "the next run stores them without asking again. Free space and rerun") from None
+                if not is_lock_timeout(exc):
+                    raise
+                if not noted:
+                    kept = f" (kept in {self.journal.path})" if self.journal is not None else ""
+                    self.task.note(f"{self.what}: another program holds the project's write lock; waiting to store "
+                                   f"{len(outcomes)} answer(s){kept}")
+                    noted = True
+                if self.task.cancelled and self.journal is not None:
+                    raise TaskCancelled() from None
+                time.sleep(_LOCK_RETRY_S)
+        if noted:
+            self.task.note(f"{self.what}: the lock was released; answers stored")
+        if self.journal is not None:
+            self.journal.mark_stored([self.kind.key(item) for item in items])
+
+    def _announce(self, outcomes: list[Outcome]) -> None:
+        try:
+            self.kind.announce(outcomes, self.task)
+        except TaskCancelled:
+            self.cancelled = True
+            self.halt("cancelled")
+
+    # ------------------------------------------------------------------ the run
+    def replay(self, items: Iterable[Item], stored: Callable[[Item], bool] | None = None) -> list[Item]:
+        """Store what the journal holds for ``items``; returns the items still to ask.
+
+        ``stored(item)`` says whether the project already holds the item's answer (a journal entry
+        whose "stored" note was lost): such entries are marked stored, not stored twice.
+        """
+        items = list(items)
+        if self.journal is None:
+            return items
+        pending = self.journal.pending()
+        if not pending:
+            return items
+        rest: list[Item] = []
+        replayed: list[tuple[Item, Outcome]] = []
+        for item in items:
+            entries = pending.get(self.kind.key(item))
+            if entries is None:
+                rest.append(item)
+            elif stored is not None and stored(item):
+                self.journal.mark_stored([self.kind.key(item)])
+            else:
+                replayed.append((item, self.kind.replay(item, entries)))
+        if replayed:
+            self.task.note(f"{self.what}: storing {len(replayed)} answer(s) received by an earlier run "
+                           f"(from {self.journal.path}); they are not asked again")
+            for start in range(0, len(replayed), 200):
+                chunk = replayed[start:start + 200]
+                self.store([o for _, o in chunk], [i for i, _ in chunk])
+                self._announce([o for _, o in chunk])
+        return rest
+
+    def run(self, items: Iterable[Item]) -> list[Item]:
+        """Ask about ``items``; returns the items never sent (the run stopped or was cancelled).
+
+        Raises
+        ------
+        RunStopped
+            401/403/404, an unreachable server, a full disk: answers received are stored first.
+        TaskCancelled
+            The task was cancelled: requests in flight ended and were stored.
+        """
+        queue: deque[Item] = deque(items)
+        in_flight: dict[Future[Outcome], Item] = {}
+        error: BaseException | None = None
+        with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="llm") as pool:
+            try:
+                while in_flight or (queue and not self.halted):
+                    while queue and not self.halted and len(in_flight) < self.concurrency:
+                        item = queue.popleft()
+                        in_flight[pool.submit(self._work, item)] = item
+                    if not in_flight:
+                        break
+                    done, _ = wait(in_flight, timeout=_WAIT_S, return_when=FIRST_COMPLETED)
+                    if not done:
+                        continue
+                    if len(done) < len(in_flight):
+                        # Group commit: what arrives within a moment goes into the same transaction.
+                        wait(set(in_flight) - done, timeout=_GATHER_S, return_when=ALL_COMPLETED)
+                        done = {future for future in in_flight if future.done()}
+                    outcomes: list[Outcome] = []
+                    stored_items: list[Item] = []
+                    for future in done:
+                        item = in_flight.pop(future)
+                        exc = future.exception()
+                        if isinstance(exc, RunStopped):
+                            self.stopped = self.stopped or exc
+                            self.halt(str(exc))
+                            continue
+                        if exc is not None:
+                            outcome = self.kind.failed(item, f"{type(exc).__name__}: {exc}")
+                        else:
+                            outcome = future.result()
+                        if outcome is NOT_SENT:
+                            queue.appendleft(item)
+                            continue
+                        outcomes.append(outcome)
+                        stored_items.append(item)
+                    self.store(outcomes, stored_items)
+                    self._announce(outcomes)
+            except BaseException as exc:
+                error = exc
+                self.halt("stopped")
+                # Requests in flight are paid for: their replies are journaled by the workers;
+                # store them now when the store still works.
+                rest = [(f.result(), i) for f, i in in_flight.items()
+                        if not f.cancelled() and f.exception() is None and f.result() is not NOT_SENT]
+                if rest and not isinstance(exc, RunStopped):
+                    try:
+                        self.store([o for o, _ in rest], [i for _, i in rest])
+                    except Exception:  # noqa: BLE001 - the journal holds them for the next run
+                        pass
+                raise
+        if error is None and self.cancelled:
+            raise TaskCancelled()
+        if self.stopped is not None:
+            raise self.stopped
+        return list(queue)
+
+
+class _NotSent:
+    def __repr__(self) -> str:
+        return "<not sent>"
+
+
+NOT_SENT: Any = _NotSent()
+
+__all__ = ["NOT_SENT", "Call", "Campaign", "GaveUp", "Pacer", "QuestionKind", "RetryPolicy", "is_disk_full",
+           "is_lock_timeout"]

@@ -1,0 +1,69 @@
+"""The error vocabulary every provider speaks, and the one ``Provider`` protocol.
+
+A provider sends one request and returns the reply, or raises one of:
+
+- :class:`RetryableError` — 429, 5xx/529/503, 408/409, time-outs, connection errors (with the
+  server's ``retry-after`` when it sent one); ``connection`` marks a server not reached at all
+  (refused, DNS, TLS), which on a run's first requests stops the run (:class:`Unreachable`);
+- :class:`AnswerError` — this item failed for good (HTTP 400, a 200 whose body is not the API's);
+  a stored failure, the run goes on;
+- :class:`RunStopped` — 401/403 (key) or 404 (model): the whole run stops with one line.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from workbench.errors import AglwError
+
+
+class RunStopped(AglwError):
+    """The provider refused the key or does not know the model: the run stops (one line)."""
+
+
+class Unreachable(RunStopped):
+    """The server was not reached on the run's first requests (refused, DNS, TLS): nothing was asked."""
+
+
+class AnswerError(Exception):
+    """This item's request failed for good; the reason is safe to store."""
+
+
+class RetryableError(Exception):
+    """A transient fault; ``retry_after`` is the server's wish in seconds, if it said one."""
+
+    def __init__(self, reason: str, retry_after: float | None = None, *, connection: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after = retry_after
+        self.connection = connection
+
+
+_NOT_REACHED = frozenset({"ConnectError", "ConnectionRefusedError", "gaierror", "SSLError", "SSLCertVerificationError",
+                          "ProxyError", "NameResolutionError", "ConnectTimeout"})
+
+
+def not_reached(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an error it was raised from) says the server was never reached:
+    connection refused, a name that does not resolve, a TLS handshake that failed."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if type(current).__name__ in _NOT_REACHED or isinstance(current, ConnectionRefusedError):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+class Provider(Protocol):
+    """What every backend asked by the engine offers; the question kinds add their ``ask``."""
+
+    name: str
+
+    def close(self) -> None:
+        """Release connections or memory."""
+        ...
+
+
+__all__ = ["AnswerError", "Provider", "RetryableError", "RunStopped", "Unreachable", "not_reached"]
