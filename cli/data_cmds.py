@@ -57,13 +57,20 @@ def _show_report(report: ImportReport, as_json: bool) -> None:
 @import_app.command("dataset")
 def import_dataset_cmd(
     ctx: typer.Context,
-    file: Path = typer.Argument(..., help="The dataset CSV (AGL1K geoLocalization_schema.csv)."),
-    format: str = typer.Option("agl1k", "--format", help="Table format (agl1k)."),  # noqa: A002
-    media_root: Optional[Path] = typer.Option(None, "--media-root", help="Folder with the recordings."),
+    file: Path = typer.Argument(
+        ..., help="The AGL1K CSV, a table (CSV, TSV, JSON Lines, Parquet), a folder of recordings or an hf export."
+    ),
+    format: str = typer.Option("agl1k", "--format", help="agl1k, table, folder or hf."),  # noqa: A002
+    mapping: Optional[Path] = typer.Option(
+        None, "--mapping", help="Which column gives which clip field (TOML; --format table or folder)."
+    ),
+    media_root: Optional[Path] = typer.Option(
+        None, "--media-root", help="Folder with the recordings (hf: where the embedded recordings are written)."
+    ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Validate and report; store nothing."),
-    name: Optional[str] = typer.Option(None, "--name", help="Dataset name (default: the file name)."),
+    name: Optional[str] = typer.Option(None, "--name", help="Dataset name (default: the file or folder name)."),
 ) -> None:
-    """Import a dataset CSV; all or nothing. Creates the project file if it does not exist."""
+    """Import a dataset; all or nothing. Creates the project file if it does not exist."""
     app = app_context(ctx)
     new_file = None if dry_run else project_file_missing(app.db)
     try:
@@ -73,7 +80,8 @@ def import_dataset_cmd(
         report = run_task(
             f"importing {file.name}",
             lambda task: import_dataset(
-                store, file, format=format, name=name, media_root=media_root, dry_run=dry_run, task=task
+                store, file, format=format, name=name, mapping=mapping, media_root=media_root, dry_run=dry_run,
+                task=task,
             ),
         ).value
     except BaseException:
@@ -116,8 +124,10 @@ def import_predictions_cmd(
 
 
 def _check_choice(value: str | None, allowed: tuple[str, ...], option: str) -> None:
-    if value is not None and value not in allowed:
-        raise AglwError(f"{option} {value!r} is not one of: {', '.join(allowed)}")
+    from cli.context import check_choice
+
+    if value is not None:
+        check_choice(value, allowed, option)  # a usage error: exit 2
 
 
 def metrics_cmd(
