@@ -44,6 +44,9 @@ def register(app: typer.Typer) -> None:
         if (out is None) == (ratings is None):
             raise AglwError("pass exactly one of --out DIR (project bundle) or --ratings FILE.csv")
         if ratings is not None:
+            from cli.context import check_choice
+
+            check_choice(level, ("nominal", "ordinal", "interval"), "--level")
             frame = service.read_ratings_csv(ratings, level)
             result = service.agreement_from_ratings(frame, level)
             if context.json:
@@ -62,6 +65,7 @@ def register(app: typer.Typer) -> None:
             say("no AudioSet ontology given (--ontology, $AGLW_ONTOLOGY or ontology_path): "
                 "the root-category breakdown is skipped")
         from workbench import extras
+        from workbench.studies import error_modes
 
         if not extras.has("pyarrow"):
             say(f"the bundle gets its tables as CSV only: {extras.missing_extra_message('pyarrow')}")
@@ -72,6 +76,7 @@ def register(app: typer.Typer) -> None:
             lambda task: service.export_agreement(
                 store, out, bootstrap=bootstrap, seed=seed, reveal_annotators=reveal_annotators,
                 category_roots=roots, alm_model=alm, replace=force, task=task,
+                extra_tables=error_modes.bundle_tables,
             ),
         ).value
         if context.json:

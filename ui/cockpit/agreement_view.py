@@ -34,6 +34,7 @@ from ui.cockpit.leaderboard_view import fill_table
 from workbench.agreement.analysis import compute_coefficients
 from workbench.agreement.report import summary_table
 from workbench.agreement.service import export_agreement
+from workbench.studies import error_modes
 from workbench.agreement.units import load_ratings
 from workbench.config import cache_dir
 from workbench.errors import AglwError
@@ -137,7 +138,8 @@ class AgreementView(QWidget):
         def run(context: TaskContext) -> str:
             # the button replaces an earlier bundle in the folder (as --force does); any other
             # non-empty folder is refused and the job reports why
-            manifest = export_agreement(store, folder, bootstrap=bootstrap, replace=True, task=context)
+            manifest = export_agreement(store, folder, bootstrap=bootstrap, replace=True, task=context,
+                                        extra_tables=error_modes.bundle_tables)
             return f"agreement bundle: {manifest.n_ratings} ratings written to {folder}"
 
         return self._start(JobSpec("agreement export", run))

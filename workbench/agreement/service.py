@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,7 +17,7 @@ from workbench.agreement.report import Manifest, check_bundle_target, write_bund
 
 if TYPE_CHECKING:
     from workbench.tasks import TaskContext
-from workbench.agreement.units import load_ratings
+from workbench.agreement.units import RatingData, load_ratings
 from workbench.errors import InputError
 
 LEVELS = ("nominal", "ordinal", "interval")
@@ -158,6 +158,7 @@ def export_agreement(
     alm_model: str | None = None,
     replace: bool = False,
     task: TaskContext | None = None,
+    extra_tables: Callable[[Store, RatingData], dict[str, pd.DataFrame]] | None = None,
 ) -> Manifest:
     """Write the agreement bundle of a project into ``out_dir``.
 
@@ -181,6 +182,10 @@ def export_agreement(
     task
         Progress and cancel of the bootstrap (the long part); a cancel writes nothing and
         leaves an earlier bundle in ``out_dir`` as it was.
+    extra_tables
+        More tables for the bundle, from the store and the loaded ratings (the caller passes
+        the studies' error-mode tables, :func:`workbench.studies.error_modes.bundle_tables`:
+        the agreement package sits below the studies and does not reach up for them).
 
     Returns
     -------
@@ -198,7 +203,7 @@ def export_agreement(
         data.ratings, data.clips, category_roots=category_roots, bootstrap=bootstrap, seed=seed, retest=data.retest,
         task=task,
     )
-    extra = _error_mode_tables(store, data)
+    extra = extra_tables(store, data) if extra_tables is not None else {}
     return write_bundle_into(
         out,
         lambda folder: write_bundle(
@@ -207,20 +212,3 @@ def export_agreement(
         ),
         replace=replace,
     )
-
-
-def _error_mode_tables(store: Store, data) -> dict[str, pd.DataFrame]:  # type: ignore[no-untyped-def]
-    """Error-mode labels of experts and judges, their agreement per mode and the shares per ALM
-    (issue 18), when anyone tagged error modes; experts named as in the rest of the bundle."""
-    from workbench.studies import error_modes
-
-    table = error_modes.error_mode_table(store)
-    if table.empty:
-        return {}
-    names = {f"expert:{a['pseudonym']}": a["rater"] for a in data.annotators}
-    table["rater"] = table["rater"].map(lambda r: names.get(r, r))
-    return {
-        "error_modes_long": table,
-        "error_mode_agreement": error_modes.error_mode_agreement(table),
-        "error_mode_shares": error_modes.error_mode_shares(table, data.clips, "expert"),
-    }

@@ -302,12 +302,12 @@ def wrong_answers(store: Store, alm_run_id: int, *, gamma_km: float = RIGHT_RADI
             Prediction.alm_run_id == alm_run_id).order_by(Clip.key)).all()
     out = []
     for p, clip in rows:
-        # The one rule (workbench.metrics.distance): the leaderboard's refusal, measured from the clip.
+        # The one rule (workbench.metrics.distance), measured from the clip; refused: no place named.
         score = stored_answer(p, clip)
-        refused, error = score.refused, score.distance_km
+        refused, error = not score.located, score.distance_km
         if refused or error is None or error >= gamma_km:
-            out.append({"clip_id": p.clip_id, "clip_key": clip.key, "error_km": error,
-                        "refused": refused or error is None,
+            out.append({"clip_id": p.clip_id, "clip_key": clip.key, "error_km": None if refused else error,
+                        "refused": refused,
                         "reasoning": p.reasoning or p.model_output or "", "predicted_city": p.predicted_city,
                         "predicted_country": p.predicted_country, "predicted_latitude": p.predicted_latitude,
                         "predicted_longitude": p.predicted_longitude, "true_city": p.true_city,
@@ -328,19 +328,21 @@ def check_modes(store: Store, clip_id: int, alm_run_id: int, modes: Sequence[str
     InputError
         The ALM has no answer on the clip, or a mode does not fit the answer.
     """
-    from workbench.metrics.distance import is_refusal, prediction_error_km
+    from workbench.metrics.distance import stored_answer
 
     with store.session() as s:
         p = s.exec(select(Prediction).where(Prediction.alm_run_id == alm_run_id,
                                             Prediction.clip_id == clip_id)).first()
         model = s.get(AlmRun, alm_run_id)
+        clip = s.get(Clip, clip_id)
     name = model.model if model is not None else f"ALM run {alm_run_id}"
     if p is None:
         raise InputError(f"{name} has no answer on this clip; error modes tag an answer")
-    refused = is_refusal(p.predicted_latitude) or is_refusal(p.predicted_longitude)
-    error = None if refused else prediction_error_km(p.true_latitude, p.true_longitude, p.predicted_latitude,
-                                                     p.predicted_longitude)
-    refused = refused or error is None
+    # The one rule (workbench.metrics.distance), measured from the clip: Refusal tags an answer
+    # that names no place (no readable coordinates), as the distance error counts it.
+    score = stored_answer(p, clip)
+    error = score.distance_km
+    refused = not score.located
     if "refusal" in modes and not refused:
         raise InputError(f"mode refusal: {name} gave a place on this clip ({error:,.0f} km from the truth); "
                          "Refusal is only for an answer without a location")
@@ -352,3 +354,22 @@ def check_modes(store: Store, clip_id: int, alm_run_id: int, modes: Sequence[str
 def describe(codes: Sequence[str]) -> str:
     """Display names of codes, for people."""
     return ", ".join(TAXONOMY[c][0] for c in codes if c in TAXONOMY) or "none"
+
+
+def bundle_tables(store: Store, data: Any) -> dict[str, pd.DataFrame]:
+    """Error-mode labels of experts and judges, their agreement per mode and the shares per ALM,
+    for the agreement bundle when anyone tagged error modes (experts named as in the rest of the
+    bundle: ``data`` is its :class:`~workbench.agreement.units.RatingData`).
+
+    Passed to :func:`workbench.agreement.service.export_agreement` by its callers.
+    """
+    table = error_mode_table(store)
+    if table.empty:
+        return {}
+    names = {f"expert:{a['pseudonym']}": a["rater"] for a in data.annotators}
+    table["rater"] = table["rater"].map(lambda r: names.get(r, r))
+    return {
+        "error_modes_long": table,
+        "error_mode_agreement": error_mode_agreement(table),
+        "error_mode_shares": error_mode_shares(table, data.clips, "expert"),
+    }
