@@ -30,8 +30,12 @@ def analyze_command(
     ),
 ) -> None:
     """Decode one audio file: duration, rate, channels, detected layout, quality metrics."""
+    from cli.context import check_choice
+    from workbench.audio.layout import LAYOUTS
     from workbench.audio.service import analyze_file
 
+    if layout is not None:
+        check_choice(layout.strip().lower(), LAYOUTS, "--layout")
     result = analyze_file(file, layout=layout, description=description)
     if app_context(ctx).json:
         emit_json(result)
@@ -111,8 +115,12 @@ def direction_command(
     spacing: Optional[float] = typer.Option(None, "--spacing", help="Microphone spacing in metres (needed for ab)."),
 ) -> None:
     """Direction analysis of one file: per-frame directions and the dominant directions."""
+    from cli.context import check_choice
     from workbench.audio.direction import analyze_file, oclock, oclock_mirror
+    from workbench.audio.layout import LAYOUTS
 
+    if layout is not None:
+        check_choice(layout.strip().lower(), LAYOUTS, "--layout")
     analysis = analyze_file(file, layout=layout, band=band, spacing_m=spacing)
     if app_context(ctx).json:
         emit_json(direction_json(analysis))

@@ -140,6 +140,15 @@ def emit_json(payload: Any) -> None:
     sys.stdout.flush()
 
 
+def check_choice(value: Any, choices: Any, option: str) -> Any:
+    """``value`` when it is one of ``choices``; otherwise a usage error (exit 2) naming the option
+    and the choices, as click gives for a bad option."""
+    allowed = tuple(choices)
+    if value not in allowed:
+        raise typer.BadParameter(f"{value!r} is not one of: {', '.join(str(c) for c in allowed)}", param_hint=option)
+    return value
+
+
 def say(message: str, *, markup: bool = False) -> None:
     """A diagnostic on stderr (progress, warnings, hints): never a result.
 

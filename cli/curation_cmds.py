@@ -6,7 +6,7 @@ from typing import Any, Optional
 
 import typer
 
-from cli.context import app_context, emit_json, run_task, show
+from cli.context import app_context, emit_json, run_task, say, show
 from workbench.errors import AglwError
 
 export_app = typer.Typer(help="Export project data.", no_args_is_help=True)
@@ -61,6 +61,9 @@ def fit_command(
     from workbench.curation import service
     from workbench.curation.model import FitParameters
 
+    from cli.context import check_choice
+
+    check_choice(rollup, ("leaf", "root"), "--rollup")
     app = app_context(ctx)
     try:
         params = FitParameters(
@@ -99,6 +102,8 @@ def _print_fit(result: Any) -> None:
         f"({summary['n_positive']} P, {summary['n_negative']} N), {summary['n_candidates']} candidates "
         f"at θ = {summary['theta_used']:.4g} (reference ALM {result.alm_model})"
     )
+    for reason in summary.get("missing", []):
+        say(f"no category could be fitted; missing {reason}")
     calibration = summary["theta_calibration"]
     if calibration["theta"] is not None:
         show(

@@ -42,10 +42,9 @@ def _existing_annotator_id(store: Any, name: str | None) -> int | None:
 
 
 def _check_format(fmt: str) -> None:
-    from workbench.errors import InputError
+    from cli.context import check_choice
 
-    if fmt != "starss23":
-        raise InputError(f"--format {fmt!r} is not known; the events format is starss23 (DCASE Task 3 metadata)")
+    check_choice(fmt, ("starss23",), "--format")  # DCASE Task 3 metadata, 2023 or 2024 rows
 
 
 @events_app.command("import")

@@ -71,8 +71,9 @@ def register(app: typer.Typer) -> None:
         """Render the main window with a clip open, off-screen, to a PNG."""
         context = app_context(ctx)
         width, height = _parse_size(size)
-        if view not in SCREENSHOT_VIEWS:
-            raise AglwError(f"--view {view!r}: use one of {'|'.join(SCREENSHOT_VIEWS)}")
+        from cli.context import check_choice
+
+        check_choice(view, SCREENSHOT_VIEWS, "--view")
         path = _ui_screenshot().render_screenshot(
             require_project(context.db), clip, out, (width, height), annotator=context.annotator, view=view,
             overwrite=force,

@@ -61,7 +61,7 @@ def register(app: typer.Typer) -> None:
         from workbench.attribution.runner import run_judges
 
         app_ctx = app_context(ctx)
-        config = load_judges()
+        config = load_judges(write_defaults=not dry_run)  # a dry run writes nothing, not even the defaults
         store = app_ctx.store()
         clip_keys = _split(clips)
         if clip_keys is not None and [k.lower() for k in clip_keys] == ["all"]:

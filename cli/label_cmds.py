@@ -33,16 +33,31 @@ def _optional_text(value: Optional[str]) -> object:
     return None if value.strip().lower() in _CLEAR else value.strip()
 
 
-def _optional_int(value: Optional[str], name: str) -> object:
+def _optional_choice(value: Optional[str], choices: tuple[object, ...], name: str) -> object:
+    """As :func:`_optional_text`, and a value outside ``choices`` is a usage error (exit 2)."""
+    from workbench.labels import UNSET
+
+    text = _optional_text(value)
+    if text is UNSET or text is None or text in choices:
+        return text
+    shown = ", ".join(str(c) for c in choices)
+    raise typer.BadParameter(f"{value!r} is not one of: {shown} (or 'none' to clear)", param_hint=name)
+
+
+def _optional_int(value: Optional[str], name: str, choices: tuple[int, ...] = ()) -> object:
     from workbench.labels import UNSET
 
     text = _optional_text(value)
     if text is UNSET or text is None:
         return text
     try:
-        return int(str(text))
+        number = int(str(text))
     except ValueError:
-        raise typer.BadParameter(f"{name} must be an integer or 'none', got {value!r}") from None
+        raise typer.BadParameter(f"must be an integer or 'none', got {value!r}", param_hint=name) from None
+    if choices and number not in choices:
+        shown = ", ".join(str(c) for c in choices)
+        raise typer.BadParameter(f"{value!r} is not one of: {shown} (or 'none' to clear)", param_hint=name)
+    return number
 
 
 def _labelling(ctx: typer.Context) -> tuple[LabelService, AnnotatorInfo]:
@@ -100,6 +115,7 @@ def label_set(
     expect_version: Optional[int] = typer.Option(None, "--expect-version", min=0, help=_EXPECT_HELP),
 ) -> None:
     """Record an expert's label for one category of one clip."""
+    from workbench.labels import CONTRIBUTIONS, EFFECTS, POLARITIES
     from workbench.project import check_category_id
 
     service, annotator = _labelling(ctx)
@@ -110,9 +126,9 @@ def label_set(
             annotator.id,
             clip_id,
             category,
-            contribution=_optional_int(contribution, "--contribution"),
-            effect=_optional_text(effect),
-            polarity=_optional_text(polarity),
+            contribution=_optional_int(contribution, "--contribution", CONTRIBUTIONS),
+            effect=_optional_choice(effect, EFFECTS, "--effect"),
+            polarity=_optional_choice(polarity, POLARITIES, "--polarity"),
             expected_version=expect_version,
         )
     _acknowledge(ctx, change, f"{annotator.name}: {clip} {category} {change.new}")
@@ -128,14 +144,16 @@ def label_clip(
     expect_version: Optional[int] = typer.Option(None, "--expect-version", min=0, help=_EXPECT_HELP),
 ) -> None:
     """Record an expert's judgment of a whole clip."""
+    from workbench.labels import DECISIONS, RATINGS
+
     service, annotator = _labelling(ctx)
     clip_id = service.clip_id_for_key(clip)
     with _conflict_named(ctx, f"clip {clip}"):
         change = service.set_clip_label(
             annotator.id,
             clip_id,
-            rating=_optional_int(rating, "--rating"),
-            decision=_optional_text(decision),
+            rating=_optional_int(rating, "--rating", RATINGS),
+            decision=_optional_choice(decision, DECISIONS, "--decision"),
             note=_optional_text(note),
             expected_version=expect_version,
         )
@@ -150,12 +168,12 @@ def label_polarity(
     expect_version: Optional[int] = typer.Option(None, "--expect-version", min=0, help=_EXPECT_HELP),
 ) -> None:
     """Force a category's polarity across the pool (an expert override of the fit)."""
-    from workbench.labels import UNSET
+    from workbench.labels import POLARITIES, UNSET
     from workbench.project import check_category_id
 
+    value = _optional_choice(polarity, POLARITIES, "--polarity")
     service, annotator = _labelling(ctx)
     category = check_category_id(service.store, category)
-    value = _optional_text(polarity)
     with _conflict_named(ctx, f"category {category} polarity"):
         change = service.set_category_polarity(
             annotator.id, category, None if value is UNSET else value, expected_version=expect_version  # type: ignore[arg-type]

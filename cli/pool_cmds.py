@@ -46,6 +46,9 @@ def register(app: typer.Typer) -> None:
         """
         from workbench.pool.service import analyze_pool
 
+        from cli.context import check_choice
+
+        check_choice(engine, ("local", "ray"), "--engine")
         app = app_context(ctx)
         store = None if folder is not None else app.store()
         where = f"on Ray ({ray_address or 'local instance'})" if engine == "ray" else "locally"

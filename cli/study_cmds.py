@@ -34,6 +34,10 @@ def register(app: typer.Typer) -> None:
         """The Alternative Annotator Test (Calderon et al., ACL 2025): may the LLM replace the annotators?"""
         from workbench.studies import judges
 
+        from cli.context import check_choice
+        from workbench.studies.alt_test import METRICS
+
+        check_choice(metric, METRICS, "--metric")
         context = app_context(ctx)
         if ratings is not None:
             if not llm:
@@ -172,8 +176,9 @@ def register(app: typer.Typer) -> None:
         from workbench.studies import error_modes
 
         context = app_context(ctx)
-        if kind not in ("expert", "judge"):
-            raise AglwError(f"--kind {kind!r}: use expert or judge")
+        from cli.context import check_choice
+
+        check_choice(kind, ("expert", "judge"), "--kind")
         store = context.store()
         table = error_modes.error_mode_table(store)
         if alm is not None:
@@ -348,8 +353,11 @@ def register(app: typer.Typer) -> None:
         profile: str = typer.Option("agl1k", "--profile", help="agl1k | iso (as the leaderboard)."),
     ) -> None:
         """Human localizers scored with the leaderboard's metrics: one row per annotator and one pooled."""
+        from cli.context import check_choice
+        from workbench.metrics.keys import PROFILES
         from workbench.studies.localizers import human_leaderboard
 
+        check_choice(profile, PROFILES, "--profile")
         context = app_context(ctx)
         rows = human_leaderboard(context.store(), profile)
         if context.json:

@@ -33,6 +33,15 @@ def register(app: typer.Typer) -> None:
             None, "--clips", help="Clip keys (repeat or comma-separate); 'all' or nothing for every clip."
         ),
         model: str = typer.Option("mn10_as", "--model", help="Official EfficientAT AudioSet checkpoint name."),
+def _check_device(device: str) -> None:
+    """``cpu``, ``cuda`` or ``cuda:N``; anything else is a usage error (exit 2). Whether CUDA is
+    there is checked later (a handled error, exit 1)."""
+    import re
+
+    if not re.fullmatch(r"cpu|cuda(:\d+)?", device.strip()):
+        raise typer.BadParameter(f"{device!r} is not a device; use cpu, cuda or cuda:N", param_hint="--device")
+
+
         device: str = typer.Option("cpu", "--device", help="cpu or cuda."),
         workers: int = typer.Option(2, "--workers", min=1, help="Decoding threads (local) or tagger actors (ray)."),
         batch_size: int = typer.Option(16, "--batch-size", min=1, help="Windows per forward pass."),
@@ -58,6 +67,7 @@ def register(app: typer.Typer) -> None:
                 clip_keys=_split(clips),
                 device=device,
                 workers=workers,
+        _check_device(device)
                 batch_size=batch_size,
                 fresh_run=new_run,
                 task=task,
@@ -132,6 +142,7 @@ def register(app: typer.Typer) -> None:
             result = AudioTagger(loaded.model, device=device).tag(audio.samples[:, 0], timeline=timeline)
         except ValueError as exc:
             raise InputError(f"{file}: {exc}") from exc
+        _check_device(device)
         top_indices = result.top(top)
         payload: dict = {
             "model": loaded.name,

@@ -99,8 +99,9 @@ def test_cli_errors_name_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert rc == 1
     assert "absent.wav: file not found" in capsys.readouterr().err
     path = _tone(tmp_path / "y.wav", 0.1)
-    assert main(["analyze", str(path), "--layout", "octo"]) == 1
-    assert "unknown layout override 'octo'" in capsys.readouterr().err
+    assert main(["analyze", str(path), "--layout", "octo"]) == 2  # a usage error
+    err = capsys.readouterr().err
+    assert "--layout" in err and "'octo' is not one of" in err
 
 
 def test_fetch_audio_cli_reports_failures(project, sqlite_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]

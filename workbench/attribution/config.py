@@ -214,8 +214,11 @@ class _JudgesFile(BaseModel):
     batch: _Batch = Field(default_factory=_Batch)
 
 
-def load_judges(path: Path | None = None) -> JudgesConfig:
+def load_judges(path: Path | None = None, *, write_defaults: bool = True) -> JudgesConfig:
     """Read the judges file, writing the documented defaults first when it does not exist.
+
+    ``write_defaults=False`` (a dry run, which writes nothing) reads the defaults without
+    creating the file.
 
     Parameters
     ----------
@@ -230,10 +233,15 @@ def load_judges(path: Path | None = None) -> JudgesConfig:
     from workbench.config_schema import read_toml, validate
 
     path = path or judges_path()
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(DEFAULT_JUDGES_TOML, encoding="utf-8")
-    data = read_toml(path, "fix it or delete it to get the defaults back")
+    if not path.exists() and not write_defaults:
+        import tomllib
+
+        data = tomllib.loads(DEFAULT_JUDGES_TOML)
+    else:
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(DEFAULT_JUDGES_TOML, encoding="utf-8")
+        data = read_toml(path, "fix it or delete it to get the defaults back")
     parsed = validate(_JudgesFile, data, path)
     judges = {
         name: JudgeConfig(

@@ -342,6 +342,24 @@ def _flags_with_overrule(flags: list[dict[str, Any]] | None, clip: int, inputs: 
     return [{**flag, "overruled": overruled} for flag in flags]
 
 
+def missing_inputs(inputs: FitInputs) -> list[str]:
+    """Why a fit found no category: what the project lacks, each with the command that supplies it.
+
+    A category needs a tag (≥ τ among a clip's top tags) and a contribution from an LLM judge or
+    an expert label on the same clip.
+    """
+    missing: list[str] = []
+    if inputs.tagger_run_id is None or len(inputs.tags) == 0:
+        missing.append("tags: no finished tagger run (run `aglw tag`)")
+    if len(inputs.judge_scores) == 0 and len(inputs.expert_scores) == 0:
+        missing.append("contributions: no LLM judge scores for the reference ALM "
+                       f"{inputs.alm_model!r} (run `aglw judge`) and no expert labels (`aglw label set`)")
+    if not missing:
+        missing.append("overlap: no tagged category (probability ≥ τ among a clip's top tags) has a judge "
+                       "or expert contribution on the same clip; check --tau and --top-n")
+    return missing
+
+
 def _summary(
     inputs: FitInputs, computed: _Computed, params: FitParameters, what_if: WhatIf | None
 ) -> dict[str, Any]:
@@ -360,6 +378,7 @@ def _summary(
         "theta_used": computed.theta,
         "theta_calibration": computed.calibration.to_dict(),
         "inputs": inputs.fingerprint_detail,
+        "missing": missing_inputs(inputs) if len(computed.categories) == 0 else [],
     }
     if what_if is not None:
         summary["what_if"] = what_if.to_dict()
