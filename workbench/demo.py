@@ -53,7 +53,7 @@ from workbench.curation.model import (
     quality_flags,
 )
 from workbench.errors import InputError
-from workbench.metrics.distance import prediction_error_km
+from workbench.metrics.distance import answer_distance_km
 
 DEMO_DATASET = "DEMO dataset (synthetic)"
 DEMO_ALM = "DEMO-ALM (synthetic reasoning)"
@@ -427,7 +427,7 @@ def _write_project(store: Store, media: Path, audio_info: dict, seed: int, param
                                  "spectral_flatness": metrics.spectral_flatness,
                                  "clipping_ratio": metrics.clipping_ratio, "aci": metrics.aci})
             p_city, p_country, p_continent, p_lat, p_lon = spec.predicted
-            error_km = prediction_error_km(spec.latitude, spec.longitude, p_lat, p_lon)
+            error_km = answer_distance_km(p_lat, p_lon, spec.latitude, spec.longitude)
             s.add(Prediction(
                 alm_run_id=alm.id, clip_id=clip.id, question_id=spec.key, task_id="demo",
                 true_city=spec.city, true_country=spec.country, true_continent=spec.continent,

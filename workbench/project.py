@@ -21,6 +21,7 @@ from storage import Store
 from storage.models import AlmRun, Clip, Prediction
 from workbench.errors import InputError
 from workbench.media import AudioStatus, clip_audio, dataset_roots
+from workbench.metrics.distance import stored_answer
 
 if TYPE_CHECKING:
     from storage.models import Judgment, TaggerRun
@@ -206,6 +207,8 @@ def clip_record(store: Store, key: str) -> dict[str, Any]:
                 "model": run.model, "predicted_city": p.predicted_city, "predicted_country": p.predicted_country,
                 "predicted_continent": p.predicted_continent, "predicted_latitude": p.predicted_latitude,
                 "predicted_longitude": p.predicted_longitude, "reasoning": p.reasoning,
+                # measured from this clip's position by the one rule (workbench.metrics.distance)
+                **_answer_fields(stored_answer(p, clip)),
             }
             for p, run in s.exec(
                 select(Prediction, AlmRun).join(AlmRun, col(Prediction.alm_run_id) == col(AlmRun.id))
@@ -354,3 +357,7 @@ def last_judge_failure(store: Store, judge: str, clip_key: str) -> str | None:
             .order_by(col(JudgeCall.id).desc())
             .limit(1)
         ).scalar()
+
+
+def _answer_fields(score: Any) -> dict[str, Any]:
+    return {"error_km": score.distance_km, "refused": score.refused}

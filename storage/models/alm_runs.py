@@ -69,8 +69,9 @@ class Prediction(SQLModel, table=True):
     question: Optional[str] = _text()
     seed: Optional[int] = None
     line_no: Optional[int] = None
-    # Geodesic distance (km) between the record's true and predicted coordinates, computed once
-    # when the record is stored (workbench.importing.prediction_rows); NULL when undefined.
+    # Distance error (km) from the linked clip's position (the record's stated truth only without
+    # one), computed once when the record is stored (workbench.importing.prediction_rows; readers
+    # ask workbench.metrics.distance); NULL when undefined.
     distance_error_km: Optional[float] = None
     # Any predicted field is a refusal value (the leaderboard's reject rate), stored alongside.
     refused: Optional[bool] = None

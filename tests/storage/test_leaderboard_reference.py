@@ -63,7 +63,10 @@ def _records(rng: random.Random) -> list[dict[str, Any]]:
 @pytest.fixture
 def project(store, tmp_path: Path):  # type: ignore[no-untyped-def]
     rng = random.Random(7)
-    clips = [clip_row(i, key=f"c{i}", human_sounds=rng.choice([0.0, 0.05, 0.1, 0.7])) for i in range(_N_CLIPS)]
+    # Each clip stands where its records say (the clip's position is the truth distances use).
+    clips = [clip_row(i, key=f"c{i}", human_sounds=rng.choice([0.0, 0.05, 0.1, 0.7]),
+                      latitude=_PLACES[i % len(_PLACES)][3], longitude=_PLACES[i % len(_PLACES)][4])
+             for i in range(_N_CLIPS)]
     import_dataset(store, write_csv(tmp_path / "clips.csv", clips), name="clips")
     for model in ("zeta", "alpha", "mid"):
         import_predictions(store, model, write_jsonl(tmp_path / f"{model}.jsonl", _records(rng)))

@@ -1,7 +1,9 @@
-"""One definition per concept: every part of the workbench reads the same current tagger run."""
+"""One definition per concept: every part of the workbench reads the same current tagger run, and
+measures an answer's distance error and refusal by the same rule."""
 
 from __future__ import annotations
 
+import pytest
 from sqlmodel import select
 
 from storage.models import AlmRun, Clip, Dataset, Prediction, Tag, TaggerRun
@@ -77,3 +79,163 @@ def test_the_speech_rule_is_one_rule_over_the_current_tagger_run(store) -> None:
     agreement = dict(zip(load_ratings(store).clips["clip_key"], load_ratings(store).clips["speech"]))
     assert browser == {"quiet": False, "talk": True, "tagged": True}
     assert agreement == browser
+
+
+# --------------------------------------------------------------------------- distance and refusal
+
+def _essaouira_project(store, tmp_path):  # type: ignore[no-untyped-def]
+    """A clip at Essaouira and a result record that states its true latitude 5° further north;
+    the answer lies ~1 km from the clip and ~555 km from the record's stated truth."""
+    import json
+
+    from tests.storage.test_import_dataset import clip_row, write_csv
+    from workbench.importing import import_dataset, import_predictions
+
+    import_dataset(store, write_csv(tmp_path / "d.csv", [
+        clip_row(0, key="essaouira", latitude=31.5085, longitude=-9.7595, city="Essaouira", country="Morocco",
+                 continent="Africa")]), name="d")
+    record = {"question_id": "essaouira", "true_latitude": 36.5085, "true_longitude": -9.7595,
+              "true_city": "Essaouira", "true_country": "Morocco", "true_continent": "Africa",
+              "predicted_latitude": "31.5175", "predicted_longitude": "-9.7595", "predicted_city": "Essaouira",
+              "predicted_country": "Morocco", "predicted_continent": "Africa", "reasoning": "Gulls and surf at 0:12."}
+    path = tmp_path / "gemini.jsonl"
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    return import_predictions(store, "gemini", path), path
+
+
+def _km(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
+    from geographiclib.geodesic import Geodesic
+
+    return Geodesic.WGS84.Inverse(lat1, lon1, lat2, lon2)["s12"] / 1000.0
+
+
+def test_every_reader_measures_an_answer_from_the_clip_position(store, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Import, leaderboard, `clips show`, review, the judges' inputs, curation and error modes
+    give one distance for one answer: from the clip's position, not the record's stated truth."""
+    from workbench.attribution.inputs import select_clip_inputs
+    from workbench.metrics.service import leaderboard, model_metrics
+    from workbench.studies.error_modes import wrong_answers
+    from workbench.tagging.ontology import Ontology
+
+    report, _ = _essaouira_project(store, tmp_path)
+    expected = _km(31.5085, -9.7595, 31.5175, -9.7595)
+    assert 0.9 < expected < 1.1
+    found = report.details["true_position_disagreements"]
+    assert found["count"] == 1 and found["first_keys"] == ["essaouira"]
+    assert found["largest_km"] == pytest.approx(_km(31.5085, -9.7595, 36.5085, -9.7595), rel=1e-9)
+    assert any("other than their clip's" in w and "essaouira" in w for w in report.warnings)
+    with store.session() as s:
+        clip_id = int(s.exec(select(Clip.id)).one())
+        alm_run_id = int(s.exec(select(AlmRun.id)).one())
+    _run(store, "done", clip_id, 0.9)
+
+    seen = {
+        "leaderboard": float(leaderboard(store, "agl1k")["distance_error_km"].iloc[0]),
+        "metrics": model_metrics(store, "gemini")["distance_error_km"],
+        "clips show": clip_record(store, "essaouira")["predictions"][0]["error_km"],
+        "review": ReviewService(store, {}, {}).clip_detail(clip_id, None).predictions[0].error_km,
+        "judges": select_clip_inputs(store, alm_model="gemini", tau=0.0, names=Ontology.empty()).inputs[0].error_km,
+        "curation": float(gather_inputs(store, "gemini").errors.iloc[0]),
+        "error modes": wrong_answers(store, alm_run_id, gamma_km=0.5)[0]["error_km"],
+    }
+    assert seen == pytest.approx(dict.fromkeys(seen, expected), rel=1e-9), seen
+
+
+def test_rows_stored_from_the_record_truth_are_measured_again(store, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A row stored before the import measured from the clip (its distance from the record's
+    stated truth) is read as measured from the clip by every reader, the leaderboard included."""
+    from workbench.metrics.service import leaderboard
+
+    _essaouira_project(store, tmp_path)
+    stale = _km(36.5085, -9.7595, 31.5175, -9.7595)
+    with store.write() as s:
+        s.exec(select(Prediction)).one().distance_error_km = stale
+    expected = _km(31.5085, -9.7595, 31.5175, -9.7595)
+    assert float(leaderboard(store, "agl1k")["distance_error_km"].iloc[0]) == pytest.approx(expected, rel=1e-9)
+    assert clip_record(store, "essaouira")["predictions"][0]["error_km"] == pytest.approx(expected, rel=1e-9)
+
+
+def test_cli_import_reports_records_whose_truth_disagrees(sqlite_path, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """`import predictions` names the disagreeing records on stderr and in --json."""
+    from storage import open_store
+    from tests.cli_helpers import run_json as cli_json
+
+    project = open_store(sqlite_path)
+    _, path = _essaouira_project(project, tmp_path)
+    project.dispose()
+    result = cli_json(capsys, "--db", str(sqlite_path), "--json", "import", "predictions", "--model", "again",
+                      str(path))
+    assert result["counts"]["true_position_disagreements"] == 1
+    assert result["details"]["true_position_disagreements"]["first_keys"] == ["essaouira"]
+    assert result["details"]["true_position_disagreements"]["largest_km"] == pytest.approx(
+        _km(31.5085, -9.7595, 36.5085, -9.7595), rel=1e-9)
+
+
+# Names that compute a distance error or a refusal; only workbench/metrics/ may use them.
+_DISTANCE_RULES = {"prediction_error_km", "is_refusal", "record_distance_km", "record_refused",
+                   "record_distance_and_refused", "_geodesic_km", "REFUSAL_STRINGS", "REFUSAL_DISTANCE_KM"}
+
+
+def test_no_second_distance_or_refusal_rule_outside_the_metrics() -> None:
+    """Every reader asks workbench.metrics.distance (answer_distance_km, stored_answer, ...):
+    a module outside workbench/metrics/ that imports the raw formulas, or builds its own
+    geodesic from the predicted coordinates, is a second rule and fails here."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    offenders = []
+    for folder in ("workbench", "ui", "cli", "storage"):
+        for path in sorted((root / folder).rglob("*.py")):
+            relative = path.relative_to(root).as_posix()
+            if relative.startswith("workbench/metrics/") or "/migrations/" in relative:
+                continue
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("workbench.metrics"):
+                    offenders += [f"{relative}: imports {a.name}" for a in node.names if a.name in _DISTANCE_RULES]
+                elif isinstance(node, ast.Attribute) and node.attr in _DISTANCE_RULES:
+                    offenders.append(f"{relative}: uses .{node.attr}")
+            text = path.read_text(encoding="utf-8")
+            # A geodesic of its own beside the prediction's coordinates is a second distance rule.
+            if "predicted_lat" in text and ("Geod(" in text or "Geodesic." in text):
+                offenders.append(f"{relative}: a geodesic beside predicted coordinates")
+    assert not offenders, offenders
+
+
+# Names of the review window's visibility rule; only workbench/review/visibility.py decides with them.
+_VISIBILITY_RULES = {"labels_entered"}
+_VISIBILITY_STATE = {"blind_mode", "revealed", "guess_saved", "plan_blind"}
+
+
+def test_one_visibility_policy_decides_what_the_review_window_shows() -> None:
+    """Blind mode, guess mode, a study plan's blind flag and reveal are decided by
+    workbench.review.visibility.VisibilityPolicy alone (issue [N]): a module that calls the
+    labels-entered rule, keeps a blind/reveal flag of its own or writes its own "hidden in …"
+    message is a second rule and fails here."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    policy = "workbench/review/visibility.py"
+    offenders = []
+    for folder in ("workbench", "ui", "cli"):
+        for path in sorted((root / folder).rglob("*.py")):
+            relative = path.relative_to(root).as_posix()
+            if relative == policy:
+                continue
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Call):
+                    name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+                    if name in _VISIBILITY_RULES:
+                        offenders.append(f"{relative}:{node.lineno}: calls {name}")
+                elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    for target in targets:
+                        if isinstance(target, ast.Attribute) and target.attr in _VISIBILITY_STATE:
+                            offenders.append(f"{relative}:{node.lineno}: keeps its own .{target.attr}")
+                elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    if node.value.lower().startswith(("hidden in blind mode", "hidden in guess mode")):
+                        offenders.append(f"{relative}:{node.lineno}: its own {node.value!r}")
+    assert not offenders, offenders

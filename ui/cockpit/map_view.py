@@ -20,7 +20,6 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidg
 from storage import Store
 from ui.cockpit.map_data import great_circle, outline_path
 from workbench.errors import AglwError
-from workbench.metrics.distance import prediction_error_km
 from workbench.metrics.service import model_names, prediction_records
 from workbench.review.views import ClipDetail
 
@@ -194,9 +193,7 @@ class MapView(QWidget):
             lon = _coordinate(row.true_longitude, 180.0)
             if lat is None or lon is None:
                 continue
-            error = row.distance_error_km  # stored at import; computed for rows written without it
-            if error is None:
-                error = prediction_error_km(row.true_latitude, row.true_longitude, row.predicted_latitude, row.predicted_longitude)
+            error = row.distance_error_km  # measured from the clip by the one rule (metrics.service)
             lons.append(lon)
             lats.append(lat)
             errors.append(np.nan if error is None else error)

@@ -15,7 +15,7 @@ from storage import Store
 from storage.models import AlmRun, Clip, Prediction, Tag
 from workbench.attribution.prompts import CategoryInput, ClipInput
 from workbench.errors import AglwError
-from workbench.metrics.core import prediction_error_km
+from workbench.metrics.distance import stored_answer, truth_position
 from workbench.tagging.ontology import Ontology, load_local_ontology
 
 TAG_THRESHOLD = 0.15
@@ -154,8 +154,8 @@ def select_clip_inputs(
 
 def clip_input(clip: Clip, prediction: Prediction, tags: list[Tag], names: Ontology) -> ClipInput:
     """Assemble one clip's judge input from its stored rows."""
-    true_lat = clip.latitude if clip.latitude is not None else prediction.true_latitude
-    true_lon = clip.longitude if clip.longitude is not None else prediction.true_longitude
+    true_lat, true_lon = truth_position(clip.latitude, clip.longitude, prediction.true_latitude,
+                                       prediction.true_longitude)
     return ClipInput(
         clip_id=clip.id or 0,
         clip_key=clip.key,
@@ -172,5 +172,5 @@ def clip_input(clip: Clip, prediction: Prediction, tags: list[Tag], names: Ontol
         true_country=clip.country or prediction.true_country,
         true_latitude=true_lat,
         true_longitude=true_lon,
-        error_km=prediction_error_km(true_lat, true_lon, prediction.predicted_latitude, prediction.predicted_longitude),
+        error_km=stored_answer(prediction, clip).distance_km,
     )

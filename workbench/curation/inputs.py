@@ -34,7 +34,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pandas as pd
 from sqlalchemy import select
 
@@ -53,7 +52,7 @@ from storage.models import (
     Tag,
 )
 from workbench.errors import AglwError
-from workbench.metrics.core import prediction_error_km
+from workbench.metrics.distance import answer_distance_km
 
 CLIP_COLUMNS = [
     "key", "short_key", "latitude", "longitude", "country", "city", "continent", "human_sounds",
@@ -334,11 +333,5 @@ def gather_inputs(store: Store, alm_model: str | None = None) -> FitInputs:
 def _error_km(
     clip_lat: Any, clip_lon: Any, true_lat: Any, true_lon: Any, pred_lat: Any, pred_lon: Any
 ) -> float:
-    has_clip_position = _finite(clip_lat) and _finite(clip_lon)
-    lat, lon = (clip_lat, clip_lon) if has_clip_position else (true_lat, true_lon)
-    error = prediction_error_km(lat, lon, pred_lat, pred_lon)
+    error = answer_distance_km(pred_lat, pred_lon, clip_lat, clip_lon, true_lat, true_lon)
     return math.nan if error is None else float(error)
-
-
-def _finite(value: Any) -> bool:
-    return value is not None and isinstance(value, (int, float, np.floating)) and math.isfinite(value)

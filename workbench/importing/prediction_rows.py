@@ -9,16 +9,19 @@ metrics query.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
 from storage.models import Prediction
-from workbench.metrics.distance import record_distance_and_refused
+from workbench.metrics.distance import position_gap_km, positions_disagree, record_answer
 
 # Rows are inserted in batches so that a large result file never sits in memory as one list.
 INSERT_BATCH = 500
+# How many keys of disagreeing records an import names.
+FIRST_KEYS = 5
 
 # The record fields a prediction row stores as given (see workbench.importing.predictions).
 _STORED_FIELDS = (
@@ -47,6 +50,7 @@ def prediction_row(
     *,
     clip_id: int | None = None,
     line_no: int | None = None,
+    clip_position: tuple[Any, Any] | None = None,
 ) -> dict[str, Any]:
     """The ``prediction`` table row of one result record, with its distance error.
 
@@ -64,16 +68,19 @@ def prediction_row(
         The linked clip, when the key is in a dataset.
     line_no : int, optional
         Where the record was in its result file.
+    clip_position : (lat, lon), optional
+        The linked clip's position: the distance is measured from it (the dataset's truth),
+        whatever true position the record states; the record's own only without it.
 
     Returns
     -------
     dict
         Column name -> value, ready for :func:`insert_predictions`; ``distance_error_km`` is
-        the geodesic distance (10,000 km for a refusal, None when undefined) and ``refused``
+        the geodesic distance from the clip (10,000 km for a refusal, None when undefined) and ``refused``
         whether any predicted field is a refusal value.
     """
     row: dict[str, Any] = {name: values.get(name) for name in _STORED_FIELDS}
-    distance, refused = record_distance_and_refused(values)
+    distance, refused = record_answer(values, clip_position)
     row.update(
         alm_run_id=alm_run_id,
         clip_id=clip_id,
@@ -115,3 +122,65 @@ def insert_predictions(session: Session, rows: Iterable[dict[str, Any]]) -> int:
         session.execute(statement, batch)
         count += len(batch)
     return count
+
+
+@dataclass
+class TruthDisagreements:
+    """Result records whose stated true position is not their clip's (the clip's is used)."""
+
+    count: int = 0
+    first_keys: list[str] = field(default_factory=list)
+    largest_km: float | None = None
+    largest_key: str | None = None
+
+    def add(self, key: str, clip_position: tuple[Any, Any], record_position: tuple[Any, Any]) -> None:
+        """Count the record when its true position disagrees with its clip's."""
+        if not positions_disagree(*clip_position, *record_position):
+            return
+        self.count += 1
+        if len(self.first_keys) < FIRST_KEYS:
+            self.first_keys.append(key)
+        gap = position_gap_km(*clip_position, *record_position)
+        if gap is not None and (self.largest_km is None or gap > self.largest_km):
+            self.largest_km, self.largest_key = gap, key
+
+    def message(self) -> str | None:
+        """The one-line warning an import prints, or None when every record agrees."""
+        if not self.count:
+            return None
+        largest = "" if self.largest_km is None else f"; the largest is {self.largest_km:,.1f} km ({self.largest_key})"
+        return (f"{self.count} record(s) state a true position other than their clip's; distances are measured "
+                f"from the clip's position (the dataset's truth){largest}: {', '.join(self.first_keys)}"
+                + (" ..." if self.count > len(self.first_keys) else ""))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"count": self.count, "first_keys": list(self.first_keys), "largest_km": self.largest_km,
+                "largest_key": self.largest_key}
+
+
+def clip_positions(session: Session, clip_ids: Mapping[str, int]) -> dict[int, tuple[Any, Any]]:
+    """Clip id -> (latitude, longitude) of the linked clips: the truth their records are measured from."""
+    from sqlalchemy import select
+
+    from storage.models import Clip
+
+    wanted = set(clip_ids.values())
+    if not wanted:
+        return {}
+    rows = session.execute(select(Clip.id, Clip.latitude, Clip.longitude)).all()
+    return {int(row[0]): (row[1], row[2]) for row in rows if row[0] in wanted}
+
+
+def truth_disagreements(
+    records: Iterable[Any], clip_ids: Mapping[str, int], positions: Mapping[int, tuple[Any, Any]]
+) -> TruthDisagreements:
+    """The records (``question_id`` and ``values`` with the true coordinates) whose true
+    position disagrees with their linked clip's."""
+    found = TruthDisagreements()
+    for record in records:
+        clip_id = clip_ids.get(record.question_id)
+        if clip_id is None or clip_id not in positions:
+            continue
+        values = record.values
+        found.add(record.question_id, positions[clip_id], (values.get("true_latitude"), values.get("true_longitude")))
+    return found

@@ -123,8 +123,7 @@ def to_record(obj: Any, line_no: int, keep_values: bool = True) -> PredictionRec
         number = _true_coordinate(raw)
         if raw is not None and (number is None or not low <= number <= high):
             return f"field {name}: {raw!r} is not a coordinate in [{low}, {high}]"
-        if keep_values:
-            values[name] = number
+        values[name] = number  # a scan keeps these too: the import compares them with the clip's
     seed = obj.get("seed")
     values["seed"] = seed if isinstance(seed, int) and not isinstance(seed, bool) else None
     return PredictionRecord(line_no=line_no, question_id=question_id.strip(), values=values)
@@ -380,7 +379,7 @@ def scan_prediction_file(path: str | Path) -> PredictionFile:
     -------
     PredictionFile
         Findings as :func:`read_prediction_file` gives them, but ``records`` holds each good
-        record's line and ``question_id`` with empty ``values``: memory stays flat however large
+        record's line, ``question_id`` and true coordinates only: memory stays flat however large
         the file. :func:`iter_prediction_records` yields the records themselves.
 
     Raises
@@ -395,7 +394,9 @@ def scan_prediction_file(path: str | Path) -> PredictionFile:
     for line_no, obj in items:
         record = collector.record(line_no, obj, keep_values=False)
         if record is not None:
-            light.append(PredictionRecord(record.line_no, record.question_id, {}))
+            values = record.values
+            light.append(PredictionRecord(record.line_no, record.question_id, {
+                "true_latitude": values["true_latitude"], "true_longitude": values["true_longitude"]}))
     result = collector.finish()
     result.records = light
     return result

@@ -18,7 +18,12 @@ from storage.models import AlmRun, Clip, Dataset, JudgeRun, Prediction, utcnow
 from workbench.errors import InputError
 from workbench.tasks import TaskContext
 from workbench.importing.report import ImportReport, file_sha256, shorten
-from workbench.importing.prediction_rows import insert_predictions, prediction_row
+from workbench.importing.prediction_rows import (
+    clip_positions,
+    insert_predictions,
+    prediction_row,
+    truth_disagreements,
+)
 from workbench.importing.predictions import iter_prediction_records, scan_prediction_file
 
 
@@ -95,7 +100,9 @@ def import_predictions(
     ImportReport
         Keys not in the dataset, duplicate ``question_id`` lines (first kept) and unknown fields
         are reported; unknown keys are stored without a clip link (metrics use the records' own
-        true values, as AGL1K's analysis does).
+        true values, as AGL1K's analysis does). Records whose true position disagrees with their
+        clip's are reported (count, first keys, largest disagreement); every distance is
+        measured from the clip's position.
 
     Raises
     ------
@@ -152,6 +159,7 @@ def import_predictions(
     sha = file_sha256(path)
     with store.session() as session:
         dataset_name, clip_ids = _choose_dataset(session, keys, dataset)
+        positions = clip_positions(session, clip_ids)  # the truth every distance is measured from
         existing = session.execute(select(AlmRun).where(AlmRun.model == model)).scalars().first()
         same_file = session.execute(
             select(AlmRun.model).where(AlmRun.source_sha256 == sha, AlmRun.model != model)
@@ -200,6 +208,10 @@ def import_predictions(
             f"{len(unknown_keys)} question_id(s) are not in dataset {dataset_name!r} (stored "
             f"without a clip link): {shorten(unknown_keys)}"
         )
+    disagreements = truth_disagreements(parsed.records, clip_ids, positions)
+    report.details.update(true_position_disagreements=disagreements.as_dict())
+    if disagreements.message():
+        report.warnings.append(disagreements.message())
     report.counts.update(
         records=len(parsed.records) + len(parsed.malformed) + len(parsed.duplicates),
         importable=len(parsed.records),
@@ -208,6 +220,7 @@ def import_predictions(
         unknown_keys=len(unknown_keys),
         linked=len(parsed.records) - len(unknown_keys),
         replaced=previous if existing is not None else 0,
+        true_position_disagreements=disagreements.count,
     )
     if dry_run:
         report.counts["stored"] = 0
@@ -237,7 +250,7 @@ def import_predictions(
                 )
                 session.add(run)
             session.flush()
-            stored = insert_predictions(session, _rows(path, run.id, clip_ids, keys))
+            stored = insert_predictions(session, _rows(path, run.id, clip_ids, keys, positions))
     except IntegrityError as exc:
         raise InputError(
             f"model {model!r} was imported meanwhile by another process; nothing was imported. "
@@ -249,7 +262,9 @@ def import_predictions(
     return report
 
 
-def _rows(path: Path, run_id: int, clip_ids: dict[str, int], keys: list[str]) -> Iterator[dict[str, Any]]:
+def _rows(
+    path: Path, run_id: int, clip_ids: dict[str, int], keys: list[str], positions: dict[int, tuple[Any, Any]]
+) -> Iterator[dict[str, Any]]:
     """The file's records as prediction rows, read again; the file must not have changed since
     the scan (its keys are compared in order), else the import stops and nothing is stored."""
     count = 0
@@ -260,8 +275,9 @@ def _rows(path: Path, run_id: int, clip_ids: dict[str, int], keys: list[str]) ->
             run_id,
             record.question_id,
             record.values,
-            clip_id=clip_ids.get(record.question_id),
+            clip_id=(clip_id := clip_ids.get(record.question_id)),
             line_no=record.line_no,
+            clip_position=positions.get(clip_id) if clip_id is not None else None,
         )
     if count != len(keys):
         raise _changed(path)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from dataclasses import dataclass
 from typing import Any
 
 REFUSAL_STRINGS = frozenset(
@@ -172,3 +173,104 @@ def record_distance_and_refused(values: Any) -> tuple[float | None, bool]:
     if lat_refused or lon_refused:
         return REFUSAL_DISTANCE_KM, refused
     return _geodesic_km(values.get("true_latitude"), values.get("true_longitude"), lat, lon), refused
+
+
+# --- The one rule every reader asks (issue [O]): which truth an answer is measured from, its
+# distance error and whether it is a refusal. Import, the ALM runner, review, curation, the
+# judges' inputs, error modes, the leaderboard, `clips show` and the human localizers all come
+# here; tests/storage/test_one_definition.py fails if a second implementation appears.
+
+# Two positions closer than this (in degrees, ~1 cm) are the same truth: a result file rounds.
+SAME_POSITION_DEG = 1e-7
+
+
+def has_position(lat: Any, lon: Any) -> bool:
+    """Whether both coordinates parse as finite numbers."""
+    return parse_coordinate(lat) is not None and parse_coordinate(lon) is not None
+
+
+def truth_position(clip_lat: Any, clip_lon: Any, record_lat: Any = None, record_lon: Any = None) -> tuple[Any, Any]:
+    """The position an answer is measured from: the clip's (the dataset's truth is the truth);
+    a result record's own true position only for a record whose clip has none (a key that is
+    not in the dataset, or a clip without coordinates)."""
+    if has_position(clip_lat, clip_lon):
+        return clip_lat, clip_lon
+    return record_lat, record_lon
+
+
+def positions_disagree(clip_lat: Any, clip_lon: Any, record_lat: Any, record_lon: Any) -> bool:
+    """Whether a record states a true position other than its clip's (both must be known)."""
+    clip = (parse_coordinate(clip_lat), parse_coordinate(clip_lon))
+    record = (parse_coordinate(record_lat), parse_coordinate(record_lon))
+    if None in clip or None in record:
+        return False
+    return any(abs(a - b) > SAME_POSITION_DEG for a, b in zip(clip, record))  # type: ignore[operator]
+
+
+def answer_distance_km(
+    pred_lat: Any, pred_lon: Any, clip_lat: Any, clip_lon: Any, record_lat: Any = None, record_lon: Any = None
+) -> float | None:
+    """An answer's distance error (km) measured from :func:`truth_position`: 10,000 km for a
+    refused coordinate, None when undefined (see :func:`prediction_error_km`)."""
+    true_lat, true_lon = truth_position(clip_lat, clip_lon, record_lat, record_lon)
+    return prediction_error_km(true_lat, true_lon, pred_lat, pred_lon)
+
+
+def record_answer(values: Any, clip_position: tuple[Any, Any] | None = None) -> tuple[float | None, bool]:
+    """Distance error and refusal of a result record (a mapping of its fields), measured from
+    its clip's position when one is given: what import and the ALM runner store."""
+    if clip_position is None or not has_position(*clip_position):
+        return record_distance_and_refused(values)
+    measured = dict(values)
+    measured["true_latitude"], measured["true_longitude"] = clip_position
+    return record_distance_and_refused(measured)
+
+
+def answer_refused(values: Any) -> bool:
+    """Whether an answer (a mapping of the predicted fields) is a refusal: the leaderboard's
+    reject rule (any predicted field a refusal value)."""
+    return record_refused(values)
+
+
+@dataclass(frozen=True)
+class AnswerScore:
+    """An answer's distance error (km; None when undefined) and whether it is a refusal.
+
+    ``refused`` is the leaderboard's reject rule (any predicted field a refusal value);
+    ``located`` whether the answer names a place at all (both predicted coordinates readable,
+    neither a refusal value): an answer without a location is what the error mode "Refusal"
+    tags, and what the distance counts as 10,000 km (or leaves undefined when unreadable).
+    """
+
+    distance_km: float | None
+    refused: bool
+    located: bool = True
+
+
+def stored_answer(prediction: Any, clip: Any | None) -> AnswerScore:
+    """The :class:`AnswerScore` of a stored prediction (an ORM row or any object with its
+    fields), measured from its clip's position (``clip``: an object with ``latitude`` and
+    ``longitude``, or None).
+
+    The distance and refusal stored at import are used when they were measured from that
+    truth; a row stored before the import measured from the clip (its record's true position
+    disagrees with the clip's) or without stored values is computed here, by the same rule.
+    """
+    clip_lat = getattr(clip, "latitude", None)
+    clip_lon = getattr(clip, "longitude", None)
+    rec_lat, rec_lon = prediction.true_latitude, prediction.true_longitude
+    refused = prediction.refused
+    if refused is None:
+        refused = answer_refused({name: getattr(prediction, name, None) for name in PREDICTED_FIELDS})
+    pred_lat, pred_lon = prediction.predicted_latitude, prediction.predicted_longitude
+    located = not (is_refusal(pred_lat) or is_refusal(pred_lon)) and has_position(pred_lat, pred_lon)
+    stored = prediction.distance_error_km
+    if stored is not None and not positions_disagree(clip_lat, clip_lon, rec_lat, rec_lon):
+        return AnswerScore(float(stored), bool(refused), located)
+    distance = answer_distance_km(pred_lat, pred_lon, clip_lat, clip_lon, rec_lat, rec_lon)
+    return AnswerScore(distance, bool(refused), located and distance is not None)
+
+
+def position_gap_km(clip_lat: Any, clip_lon: Any, record_lat: Any, record_lon: Any) -> float | None:
+    """How far a record's stated true position lies from its clip's (km; None when unknown)."""
+    return _geodesic_km(clip_lat, clip_lon, record_lat, record_lon)

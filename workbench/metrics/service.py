@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -51,6 +52,51 @@ _RECORD_COLUMNS = (
 _COORDINATES = ("true_latitude", "true_longitude", "predicted_latitude", "predicted_longitude")
 
 
+def _remeasured(session: Any, model: str | None = None) -> dict[int, float]:
+    """Prediction id -> distance error (km, NaN when undefined) of the rows whose stored
+    distance was not measured from their clip's position: the record states another true
+    position (a row stored before the import measured from the clip, or linked to its clip only
+    when the dataset came later) or none, or no distance is stored. Computed by the one rule
+    (:func:`workbench.metrics.distance.answer_distance_km`); the other rows keep the value
+    stored at import. Reads only rows linked to a clip with a position."""
+    from sqlalchemy import func
+
+    from workbench.metrics.distance import SAME_POSITION_DEG, answer_distance_km
+
+    off = or_(
+        Prediction.true_latitude.is_(None),  # type: ignore[union-attr]
+        Prediction.true_longitude.is_(None),  # type: ignore[union-attr]
+        Prediction.distance_error_km.is_(None),  # type: ignore[union-attr]
+        func.abs(Prediction.true_latitude - Clip.latitude) > SAME_POSITION_DEG,
+        func.abs(Prediction.true_longitude - Clip.longitude) > SAME_POSITION_DEG,
+    )
+    query = (
+        select(Prediction.id, Prediction.predicted_latitude, Prediction.predicted_longitude, Clip.latitude,
+               Clip.longitude)
+        .join(Clip, Clip.id == Prediction.clip_id)
+        .where(Clip.latitude.is_not(None), Clip.longitude.is_not(None), off)  # type: ignore[union-attr]
+    )
+    if model is not None:
+        query = query.join(AlmRun, AlmRun.id == Prediction.alm_run_id).where(AlmRun.model == model)
+    out: dict[int, float] = {}
+    for row_id, pred_lat, pred_lon, lat, lon in session.execute(query).all():
+        value = answer_distance_km(pred_lat, pred_lon, lat, lon)
+        out[int(row_id)] = math.nan if value is None else value
+    return out
+
+
+def _apply_remeasured(ids: np.ndarray, distances: np.ndarray, remeasured: dict[int, float]) -> np.ndarray:
+    """``distances`` (object array) with the remeasured rows replaced."""
+    if not remeasured:
+        return distances
+    out = distances.copy()
+    for index, row_id in enumerate(ids.tolist()):
+        value = remeasured.get(int(row_id))
+        if value is not None:
+            out[index] = value
+    return out
+
+
 def model_names(store: Store) -> list[str]:
     """Names of the models with imported predictions, alphabetically."""
     with store.session() as session:
@@ -60,12 +106,13 @@ def model_names(store: Store) -> list[str]:
 def prediction_records(store: Store, model: str | None = None) -> pd.DataFrame:
     """Stored result records as a DataFrame (one row per record).
 
-    Columns: ``model``, ``question_id``, the true/predicted fields, the ``distance_error_km``
-    stored at import, and ``human_sounds`` of the linked clip (NaN when the record has no clip).
+    Columns: ``model``, ``question_id``, the true/predicted fields, ``distance_error_km``
+    (measured from the linked clip's position: the one rule of :mod:`workbench.metrics.distance`),
+    and ``human_sounds`` of the linked clip (NaN when the record has no clip).
     """
     columns = [getattr(Prediction, name) for name in _RECORD_COLUMNS]
     query = (
-        select(AlmRun.model, Prediction.question_id, *columns, Clip.human_sounds)
+        select(Prediction.id, AlmRun.model, Prediction.question_id, *columns, Clip.human_sounds)
         .join(AlmRun, AlmRun.id == Prediction.alm_run_id)
         .outerjoin(Clip, Clip.id == Prediction.clip_id)
         .order_by(AlmRun.model, Prediction.id)
@@ -74,8 +121,13 @@ def prediction_records(store: Store, model: str | None = None) -> pd.DataFrame:
         query = query.where(AlmRun.model == model)
     with store.session() as session:
         rows = session.execute(query).all()
-    names = ["model", "question_id", *_RECORD_COLUMNS, "human_sounds"]
-    return pd.DataFrame([tuple(row) for row in rows], columns=names, dtype=object)
+        remeasured = _remeasured(session, model)
+    names = ["id", "model", "question_id", *_RECORD_COLUMNS, "human_sounds"]
+    frame = pd.DataFrame([tuple(row) for row in rows], columns=names, dtype=object)
+    if remeasured and len(frame):
+        frame["distance_error_km"] = _apply_remeasured(
+            frame["id"].to_numpy(), frame["distance_error_km"].to_numpy(dtype=object), remeasured)
+    return frame.drop(columns="id")
 
 
 def _fetch(session: Any, query: Any) -> list[tuple]:
@@ -121,6 +173,7 @@ def _metric_records(store: Store, *, human_sounds: bool) -> _MetricRecords:
         # The row id sits in every index: reading it keeps the scan on the covering index.
         names = ["id", "alm_run_id", *read]
         rows = _fetch(session, select(*(getattr(Prediction, name) for name in names)))
+        remeasured = _remeasured(session)  # rows whose stored distance was not measured from the clip
         if human_sounds:
             # Joining the clip would read the table rows (the covering index has no clip id);
             # the clip links come from their own index instead, and are matched by row id.
@@ -130,6 +183,7 @@ def _metric_records(store: Store, *, human_sounds: bool) -> _MetricRecords:
     if rows:
         table[:] = rows
     columns = {name: table[:, index] for index, name in enumerate(names)}
+    columns["distance_error_km"] = _apply_remeasured(columns["id"], columns["distance_error_km"], remeasured)
     if not lacking:
         for name in _COORDINATES:
             columns[name] = np.full(len(rows), None, dtype=object)

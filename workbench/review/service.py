@@ -457,15 +457,9 @@ def _resolve_clip_audio(key: str, audio_path: str | None, roots: list[Path]) -> 
 
 
 def _prediction_view(prediction: Prediction, run: AlmRun, clip: Clip) -> PredictionView:
-    from workbench.metrics.distance import prediction_error_km
+    from workbench.metrics.distance import stored_answer
 
-    if prediction.distance_error_km is not None:
-        error: float | None = prediction.distance_error_km  # stored at import
-    else:
-        # Undefined, or a record without its own true position: measured from the clip's.
-        true_lat = prediction.true_latitude if prediction.true_latitude is not None else clip.latitude
-        true_lon = prediction.true_longitude if prediction.true_longitude is not None else clip.longitude
-        error = prediction_error_km(true_lat, true_lon, prediction.predicted_latitude, prediction.predicted_longitude)
+    error = stored_answer(prediction, clip).distance_km  # the one rule: measured from the clip's position
     return PredictionView(
         alm_run_id=run.id,
         model=run.model,

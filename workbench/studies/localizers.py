@@ -93,7 +93,7 @@ class GuessView:
 
 def guess_for(store: Store, annotator_id: int, clip_id: int) -> GuessView:
     """The annotator's stored guess of a clip, scored against the clip's true location."""
-    from workbench.metrics.distance import prediction_error_km
+    from workbench.metrics.distance import answer_distance_km
 
     with store.session() as s:
         row = s.exec(select(HumanGuess).where(HumanGuess.annotator_id == annotator_id,
@@ -104,7 +104,7 @@ def guess_for(store: Store, annotator_id: int, clip_id: int) -> GuessView:
         return GuessView(None, None, None, 0, None)
     error = None
     if row.latitude is not None and row.longitude is not None and None not in truth:
-        error = prediction_error_km(truth[0], truth[1], row.latitude, row.longitude)
+        error = answer_distance_km(row.latitude, row.longitude, truth[0], truth[1])
     return GuessView(row.latitude, row.longitude, row.confidence, row.version or 0, error)
 
 
