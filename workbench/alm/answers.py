@@ -94,11 +94,14 @@ def mark_interrupted(store: Store, model: str) -> None:
 
     from storage.models import AlmJob, AlmRun, utcnow
 
+    with store.session() as session:
+        stale = list(session.execute(select(AlmJob.id).join(AlmRun, AlmRun.id == AlmJob.alm_run_id).where(
+            AlmRun.model == model, AlmJob.status == "running")).scalars())
+    if not stale:
+        return  # the usual case: nothing to write
     with store.write() as session:
-        run_ids = list(session.execute(select(AlmRun.id).where(AlmRun.model == model)).scalars())
-        if run_ids:
-            session.execute(update(AlmJob).where(AlmJob.alm_run_id.in_(run_ids), AlmJob.status == "running")
-                            .values(status="interrupted", finished_at=utcnow()))
+        session.execute(update(AlmJob).where(AlmJob.id.in_(stale), AlmJob.status == "running")
+                        .values(status="interrupted", finished_at=utcnow()))
 
 
 def write_answers(session: Session, *, run_id: int, job_id: int, rows: list[AnswerRow], force: bool,

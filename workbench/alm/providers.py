@@ -30,7 +30,8 @@ from workbench.alm.prompts import AlmPrompt
 from workbench.attribution.secrets import api_key as read_api_key
 from workbench.attribution.secrets import quiet_sdk_loggers, redact
 from workbench.errors import InputError
-from workbench.llm.errors import AnswerError, Provider, RetryableError, RunStopped, not_reached
+from workbench.llm.errors import AnswerError, Provider, RetryableError, RunStopped, not_reached, retry_after
+from workbench.llm.urls import safe_url
 
 __all__ = ["AlmProvider", "AlmReply", "AlmRequest", "AnswerError", "AudioPayload", "OpenAIProvider", "RetryableError",
            "RunStopped", "make_provider", "read_audio", "resolve_key", "retry_after"]
@@ -154,24 +155,6 @@ def resolve_key(settings: ProviderSettings, provider: str, api_key_env: str | No
     return None
 
 
-def retry_after(response: Any) -> float | None:
-    """Seconds from a ``retry-after`` header (seconds form; an HTTP date is ignored)."""
-    headers = getattr(response, "headers", None)
-    if headers is None:
-        return None
-    value = headers.get("retry-after-ms")
-    if value:
-        try:
-            return max(0.0, float(value) / 1000)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    try:
-        return max(0.0, float(value)) if value else None
-    except ValueError:
-        return None
-
-
 def _not_the_api(body: Any) -> str:
     text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
     kind = "an HTML page" if "<html" in text[:500].lower() else "a body that is not the API's JSON"
@@ -202,7 +185,7 @@ class OpenAIProvider:
         quiet_sdk_loggers()
         self.name = provider
         self._secret = api_key
-        self._where = base_url or "api.openai.com"
+        self._where = safe_url(base_url) or "api.openai.com"
         # max_retries=0: the runner retries (one policy for every provider, retry-after honoured).
         self.client = openai.OpenAI(api_key=api_key or "no-key", base_url=base_url, max_retries=0,
                                     timeout=timeout_s, http_client=http_client)

@@ -45,7 +45,7 @@ from workbench.alm.plan import (
 )
 from workbench.alm.providers import AlmProvider, AlmReply, AlmRequest, AnswerError, make_provider, read_audio
 from workbench.errors import InputError
-from workbench.llm.engine import NOT_SENT, Campaign, GaveUp, RetryPolicy
+from workbench.llm.engine import NOT_SENT, Campaign, GaveUp, RetryPolicy, write_waiting
 from workbench.llm.errors import RunStopped, Unreachable
 from workbench.llm.journal import Journal
 from workbench.llm.urls import safe_url
@@ -454,10 +454,12 @@ def run_alm(store: Store, options: AlmRunOptions, *, config: AlmConfig | None = 
         if provider is not None:
             provider.close()
         try:
-            if questions.job_id is not None:
-                close_job(store, questions.job_id, status, answered=report.answered, failed=len(report.failed),
-                          input_tokens=report.input_tokens, output_tokens=report.output_tokens,
-                          cost_usd=report.cost_usd)
+            job_id = questions.job_id
+            if job_id is not None:
+                write_waiting(lambda: close_job(store, job_id, status, answered=report.answered,
+                                                failed=len(report.failed), input_tokens=report.input_tokens,
+                                                output_tokens=report.output_tokens, cost_usd=report.cost_usd),
+                              task=task, what=f"{options.model}: the job's status")
         finally:
             if journal is not None:
                 journal.close()

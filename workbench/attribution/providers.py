@@ -18,6 +18,8 @@ from workbench.attribution.config import JudgeConfig
 from workbench.attribution.prompts import RenderedPrompt
 from workbench.attribution.secrets import anthropic_api_key, quiet_sdk_loggers, redact
 from workbench.errors import AglwError
+from workbench.llm.errors import AnswerError, Provider, RunStopped, not_reached, retry_after
+from workbench.llm.urls import safe_url
 
 if TYPE_CHECKING:
     import httpx2
@@ -32,12 +34,20 @@ RETRY_NOTE = (
 )
 
 
-class JudgeAuthError(AglwError):
+class JudgeAuthError(RunStopped):
     """The provider refused the credentials: the whole run stops."""
 
 
-class ProviderCallError(Exception):
-    """A request failed after the provider's retries; the reason is safe to store."""
+class ProviderCallError(AnswerError):
+    """A request failed after the provider's retries; the reason is safe to store.
+
+    ``connection`` marks a server never reached (refused, DNS, TLS): on a run's first requests the
+    engine stops the run instead of failing every clip in turn.
+    """
+
+    def __init__(self, reason: str, *, connection: bool = False) -> None:
+        super().__init__(reason)
+        self.connection = connection
 
 
 @dataclass(frozen=True)
@@ -105,10 +115,10 @@ class BatchItem:
 
 
 @runtime_checkable
-class JudgeProvider(Protocol):
-    """What a judge backend offers; the Anthropic SDK and OpenAI-compatible servers implement it."""
+class JudgeProvider(Provider, Protocol):
+    """What a judge backend offers (the engine's :class:`~workbench.llm.errors.Provider` plus the
+    judges' calls); the Anthropic SDK and OpenAI-compatible servers implement it."""
 
-    name: str
     supports_batch: bool
 
     def list_models(self) -> set[str]:
@@ -133,10 +143,6 @@ class JudgeProvider(Protocol):
 
     def batch_results(self, batch_id: str) -> Iterator[BatchItem]:
         """The results of an ended batch, in any order."""
-        ...
-
-    def close(self) -> None:
-        """Release the provider's HTTP connections."""
         ...
 
 
@@ -258,7 +264,8 @@ class AnthropicProvider:
         except anthropic.APITimeoutError:
             raise ProviderCallError("timeout: no reply within the timeout after the SDK's retries") from None
         except anthropic.APIConnectionError as exc:
-            raise ProviderCallError(self._clean(f"connection error after the SDK's retries: {exc}")) from None
+            raise ProviderCallError(self._clean(f"connection error after the SDK's retries: {exc}"),
+                                    connection=not_reached(exc)) from None
         except anthropic.APIStatusError as exc:
             raise ProviderCallError(self._clean(f"HTTP {exc.status_code} after the SDK's retries: {exc.message}")) from None
         except anthropic.APIResponseValidationError as exc:
@@ -366,24 +373,32 @@ class OpenAICompatibleProvider:
         import httpx2
 
         last_problem = "no attempt made"
+        connection = False
+        wait_s: float | None = None
         for attempt in range(self._max_retries + 1):
             if attempt:
-                time.sleep(self._backoff_s * 2 ** (attempt - 1))
+                # The server's retry-after wins over the backoff (bounded, as the ALM runner's).
+                time.sleep(min(wait_s, 300.0) if wait_s is not None else self._backoff_s * 2 ** (attempt - 1))
+            wait_s = None
             try:
                 response = self.client.request(method, f"{self._base}{path}", json=payload, headers=self._headers)
             except httpx2.TimeoutException:
                 last_problem = "timeout"
+                connection = False
                 continue
             except httpx2.TransportError as exc:
                 last_problem = f"connection error: {type(exc).__name__}"
+                connection = not_reached(exc)
                 continue
+            connection = False
             if response.status_code in (401, 403):
                 raise JudgeAuthError(
-                    f"{self._base} refused the API key (HTTP {response.status_code}); check the variable "
+                    f"{safe_url(self._base)} refused the API key (HTTP {response.status_code}); check the variable "
                     "named by api_key_env in judges.toml. The run stopped; rerun to resume"
                 )
             if response.status_code in _RETRY_STATUS:
                 last_problem = f"HTTP {response.status_code}"
+                wait_s = retry_after(response)
                 continue
             if response.status_code >= 400:
                 raise ProviderCallError(redact(f"HTTP {response.status_code}: {response.text[:300]}", [self._secret]))
@@ -391,7 +406,7 @@ class OpenAICompatibleProvider:
                 return response.json()
             except ValueError:
                 raise ProviderCallError("malformed response: the body is not JSON") from None
-        raise ProviderCallError(f"{last_problem} after {self._max_retries} retries")
+        raise ProviderCallError(f"{last_problem} after {self._max_retries} retries", connection=connection)
 
     def list_models(self) -> set[str]:
         return {str(m.get("id")) for m in self._request("GET", "/v1/models").get("data", [])}
@@ -438,7 +453,7 @@ class OpenAICompatibleProvider:
         return None
 
     def submit_batch(self, requests: list[tuple[str, JudgeRequest]]) -> str:
-        raise AglwError(f"{self._base}: openai-compatible judges have no batch mode; use --mode sync")
+        raise AglwError(f"{safe_url(self._base)}: openai-compatible judges have no batch mode; use --mode sync")
 
     def batch_state(self, batch_id: str) -> BatchState:
         raise AglwError("openai-compatible judges have no batch mode")

@@ -211,3 +211,22 @@ def finish_run(store: Store, run_id: int, status: str, **changes: Any) -> None:
         for key, value in changes.items():
             setattr(run, key, value)
         session.add(run)
+
+
+def mark_interrupted(store: Store, judge_name: str) -> None:
+    """Mark the sync runs of ``judge_name`` that a killed process left ``running`` as ``interrupted``
+    (the caller holds the judge's journal lock, so none of them is alive)."""
+    from sqlmodel import col, select
+
+    with store.session() as session:
+        stale = session.exec(select(JudgeRun.id).where(JudgeRun.judge_name == judge_name, JudgeRun.mode == "sync",
+                                                        col(JudgeRun.status) == "running")).all()
+    if not stale:
+        return
+    with store.write() as session:
+        for run_id in stale:
+            run = session.get(JudgeRun, run_id)
+            if run is not None and run.status == "running":
+                run.status = "interrupted"
+                run.finished_at = utcnow()
+                session.add(run)

@@ -9,11 +9,12 @@ requests not answered yet (the result cache in :mod:`workbench.attribution.plan`
 from __future__ import annotations
 
 import logging
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from storage import Store
+from storage.models import JudgeRun
 from workbench.attribution.batch import submit_batch
 from workbench.attribution.config import JudgeConfig, JudgesConfig
 from workbench.attribution.inputs import ClipSelection, select_clip_inputs
@@ -26,11 +27,31 @@ from workbench.attribution.plan import (
     verify_models,
 )
 from workbench.attribution.prompts import RenderedPrompt
-from workbench.attribution.providers import JudgeAuthError, JudgeProvider, JudgeRequest, ProviderCallError, make_provider
-from workbench.attribution.records import Attempt, JudgeSummary, RunReport, evaluate_reply, finish_run, new_run, store_attempts
+from workbench.attribution.providers import (
+    JudgeProvider,
+    JudgeRequest,
+    ProviderCallError,
+    ProviderReply,
+    TokenUsage,
+    make_provider,
+)
+from workbench.attribution.records import (
+    Attempt,
+    JudgeSummary,
+    RunReport,
+    evaluate_reply,
+    finish_run,
+    mark_interrupted,
+    new_run,
+    store_attempts,
+)
 from workbench.attribution.schema import output_schema
 from workbench.errors import InputError
 from workbench.tagging.ontology import Ontology
+from workbench.llm.engine import Campaign, RetryPolicy, write_waiting
+from workbench.llm.errors import RunStopped
+from workbench.llm.journal import Journal
+from workbench.llm.urls import safe_url
 from workbench.tasks import TaskCancelled, TaskContext
 
 log = logging.getLogger(__name__)
@@ -39,25 +60,28 @@ log = logging.getLogger(__name__)
 MAX_RETRY_TOKENS = 32_000
 
 
-def judge_one_clip(provider: JudgeProvider, judge: JudgeConfig, prompt: RenderedPrompt, schema: dict[str, Any]) -> list[Attempt]:
+def judge_one_clip(provider: JudgeProvider, judge: JudgeConfig, prompt: RenderedPrompt, schema: dict[str, Any],
+                   *, send: Callable[[int, JudgeRequest], ProviderReply] | None = None) -> list[Attempt]:
     """Ask one judge about one clip: a second attempt carries the first one's validation error.
 
     A reply cut off at ``max_tokens`` is asked again once with twice the budget (the same budget
     would be cut off again); a refusal is final (the same prompt would be refused again). Transport
     failures that survive the provider's own retries end the clip at once (sending the same request
-    again would meet the same fault); :class:`JudgeAuthError` propagates.
+    again would meet the same fault); :class:`JudgeAuthError` propagates. ``send(number, request)``
+    sends one attempt (the campaign engine's, which journals the reply; default: the provider).
     """
+    send = send or (lambda _number, request: provider.complete(request))
     attempts: list[Attempt] = []
     reason: str | None = None
     budget = judge
     for number in (1, 2):
         request = JudgeRequest(judge=budget, prompt=prompt, schema=schema, retry_reason=reason)
         try:
-            reply = provider.complete(request)
+            reply = send(number, request)
         except ProviderCallError as exc:
             attempts.append(Attempt(number, None, None, str(exc)))
             break
-        except JudgeAuthError:
+        except RunStopped:
             raise
         except Exception as exc:  # noqa: BLE001 - one odd reply must not lose the answers already received
             log.exception("judge %s: unexpected failure on one request", judge.name)
@@ -138,7 +162,7 @@ def run_judges(
     try:
         if active:
             verify_models(active, providers)
-        _run_plans(store, config, plans, providers, selection, report, mode, concurrency, task)
+        _run_plans(store, config, plans, providers, selection, report, mode, concurrency, task, base_url)
     finally:
         close_providers(providers.values())
     return report
@@ -154,6 +178,7 @@ def _run_plans(
     mode: str,
     concurrency: int,
     task: TaskContext,
+    base_url: str | None = None,
 ) -> None:
     for plan in plans:
         summary = JudgeSummary(
@@ -178,7 +203,100 @@ def _run_plans(
                            summary.failures[-1]["reason"] if failed and summary.failures else "",
                            units=len(plan.to_send))
         else:
-            _run_sync(store, config, plan, provider, selection, summary, concurrency, task)
+            _run_sync(store, config, plan, provider, selection, summary, concurrency, task, base_url)
+
+
+class JudgeQuestions:
+    """The judges' question kind: one item per clip for one judge; stored as calls and judgments."""
+
+    def __init__(self, store: Store, config: JudgesConfig, plan: JudgePlan, provider: JudgeProvider,
+                 run: JudgeRun, summary: JudgeSummary) -> None:
+        self.project, self.config, self.plan, self.provider = store, config, plan, provider
+        self.run, self.summary = run, summary
+        self.schema = output_schema()
+
+    def key(self, item: PlannedRequest) -> str:
+        return item.fingerprint
+
+    def label(self, item: PlannedRequest) -> str:
+        return item.clip.clip_key
+
+    def work(self, campaign: Campaign[PlannedRequest, JudgeOutcome], item: PlannedRequest) -> JudgeOutcome:
+        def send(number: int, request: JudgeRequest) -> ProviderReply:
+            return campaign.request(item.fingerprint, lambda: self.provider.complete(request),
+                                    lambda reply: {"reply": _reply_record(reply)},
+                                    note={"number": number, "max_tokens": request.judge.max_tokens}).reply
+
+        return JudgeOutcome(item, judge_one_clip(self.provider, self.plan.judge, item.prompt, self.schema, send=send))
+
+    def replay(self, item: PlannedRequest, entries: list[dict[str, Any]]) -> JudgeOutcome:
+        attempts = []
+        for entry in entries:
+            reply = _reply_from_record(entry["reply"])
+            check, failure = evaluate_reply(reply, item.prompt, int(entry.get("max_tokens") or self.plan.judge.max_tokens))
+            attempts.append(Attempt(int(entry.get("number") or len(attempts) + 1), reply, check, failure))
+        return JudgeOutcome(item, attempts)
+
+    def failed(self, item: PlannedRequest, reason: str) -> JudgeOutcome:
+        log.error("judge %s: unexpected failure on one request: %s", self.plan.judge.name, reason)
+        return JudgeOutcome(item, [Attempt(1, None, None, f"unexpected failure: {reason}")])
+
+    def not_sent(self, item: PlannedRequest, reason: str) -> JudgeOutcome | None:
+        return None
+
+    def store(self, outcomes: list[JudgeOutcome]) -> None:
+        before = (self.summary.ok, self.summary.failed, self.summary.retries, len(self.summary.failures),
+                  dict(self.summary.tokens), self.summary.cost_usd)
+        try:
+            with self.project.write() as session:
+                for outcome in outcomes:
+                    store_attempts(session, self.run, outcome.item, outcome.attempts, self.config, self.summary)
+        except BaseException:
+            # Not committed: the counts go back to what is stored (the write is tried again).
+            ok, failed, retries, n_failures, tokens, cost = before
+            self.summary.ok, self.summary.failed, self.summary.retries = ok, failed, retries
+            del self.summary.failures[n_failures:]
+            self.summary.tokens, self.summary.cost_usd = tokens, cost
+            raise
+
+    def announce(self, outcomes: list[JudgeOutcome], task: TaskContext) -> None:
+        for outcome in outcomes:
+            self.summary.sent += len(outcome.attempts)
+        for outcome in outcomes:
+            final = outcome.attempts[-1]
+            task.item_done(outcome.item.clip.clip_key, final.ok,
+                           "" if final.ok else f"{self.plan.judge.name}: {final.failure or 'failed'}")
+
+
+@dataclass
+class JudgeOutcome:
+    """One clip judged: every attempt (the last decides)."""
+
+    item: PlannedRequest
+    attempts: list[Attempt]
+
+
+def _reply_record(reply: ProviderReply) -> dict[str, Any]:
+    return {"text": reply.text, "stop_reason": reply.stop_reason, "usage": reply.usage.as_dict(),
+            "refusal": reply.refusal, "truncated": reply.truncated}
+
+
+def _reply_from_record(record: dict[str, Any]) -> ProviderReply:
+    return ProviderReply(text=record["text"], stop_reason=record.get("stop_reason"),
+                         usage=TokenUsage(**(record.get("usage") or {})), refusal=bool(record.get("refusal")),
+                         truncated=bool(record.get("truncated")))
+
+
+def judge_journal(store: Store, judge: JudgeConfig) -> Journal:
+    """The journal of one judge's replies (locked for this process); its runs a killed process left
+    ``running`` are marked interrupted."""
+    journal = Journal.open(store, "judge", f"{judge.name}\0{judge.provider}\0{judge.model}", f"judge {judge.name!r}")
+    try:
+        mark_interrupted(store, judge.name)
+    except BaseException:
+        journal.close()
+        raise
+    return journal
 
 
 def _run_sync(
@@ -190,45 +308,36 @@ def _run_sync(
     summary: JudgeSummary,
     concurrency: int,
     task: TaskContext,
+    base_url: str | None = None,
 ) -> None:
-    run = new_run(store, plan.judge, selection, "sync", "running")
-    summary.run_id = run.id
-    summary.mode = "sync"
-    schema = output_schema()
-    executor = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix=f"judge-{plan.judge.name}")
-    queue = list(plan.to_send)
-    in_flight: dict[Future[list[Attempt]], PlannedRequest] = {}
-    stopping = False
+    journal = judge_journal(store, plan.judge)
+    status = "failed"
+    run: JudgeRun | None = None
     try:
-        while in_flight or (queue and not stopping):
-            # Submitting lazily keeps at most `concurrency` requests queued, so a stop is prompt.
-            while queue and not stopping and len(in_flight) < concurrency:
-                planned = queue.pop(0)
-                in_flight[executor.submit(judge_one_clip, provider, plan.judge, planned.prompt, schema)] = planned
-            done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
-            for future in done:
-                planned = in_flight.pop(future)
-                attempts = future.result()
-                with store.write() as session:
-                    store_attempts(session, run, planned, attempts, config, summary)
-                summary.sent += len(attempts)
-                final = attempts[-1]
-                try:
-                    task.item_done(planned.clip.clip_key, final.ok,
-                                   "" if final.ok else f"{plan.judge.name}: {final.failure or 'failed'}")
-                except TaskCancelled:
-                    # Requests already sent are paid for: store their answers, send nothing new.
-                    stopping = True
-        if stopping:
-            raise TaskCancelled()
-    except JudgeAuthError:
-        summary.status = "failed"
-        finish_run(store, run.id or 0, "failed")
+        run = new_run(store, plan.judge, selection, "sync", "running")
+        summary.run_id = run.id
+        summary.mode = "sync"
+        questions = JudgeQuestions(store, config, plan, provider, run, summary)
+        # The SDK retries transient faults itself (honouring retry-after): the engine adds none.
+        campaign: Campaign[PlannedRequest, JudgeOutcome] = Campaign(
+            questions, what=f"judge {plan.judge.name}",
+            where=safe_url(base_url or plan.judge.base_url) or plan.judge.provider, journal=journal,
+            concurrency=concurrency, retry=RetryPolicy(max_retries=0), task=task)
+        rest = campaign.replay(plan.to_send)
+        if rest:
+            campaign.run(rest)
+        status = "done"
+    except TaskCancelled:
+        status = "cancelled"
         raise
     except BaseException:
-        summary.status = "cancelled"
-        finish_run(store, run.id or 0, "cancelled")
+        status = "failed"
         raise
     finally:
-        executor.shutdown(wait=True, cancel_futures=True)
-    finish_run(store, run.id or 0, "done")
+        summary.status = status
+        try:
+            if run is not None:
+                write_waiting(lambda: finish_run(store, run.id or 0, status), task=task,
+                              what=f"judge {plan.judge.name}: the run's status")
+        finally:
+            journal.close()

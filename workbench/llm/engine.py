@@ -26,7 +26,7 @@ from concurrent.futures import ALL_COMPLETED, FIRST_COMPLETED, Future, ThreadPoo
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-from workbench.llm.errors import RetryableError, RunStopped, Unreachable
+from workbench.llm.errors import AnswerError, RetryableError, RunStopped, Unreachable
 from workbench.llm.journal import Journal
 from workbench.tasks import TaskCancelled, TaskContext
 
@@ -135,6 +135,34 @@ def is_disk_full(exc: BaseException) -> bool:
     return "disk is full" in text or "no space left" in text or getattr(exc, "errno", None) == 28
 
 
+def write_waiting(fn: Callable[[], Any], *, task: TaskContext, what: str, kept: str | None = None) -> Any:
+    """``fn()`` (one write transaction), tried again while another program holds the project's lock.
+
+    The first wait is noted on the task (stderr in the CLI); nothing is dropped. A cancel while
+    waiting stops only when the answers are safe in a journal (``kept``). A full disk is one line.
+    """
+    noted = False
+    while True:
+        try:
+            result = fn()
+            break
+        except Exception as exc:  # noqa: BLE001 - only lock time-outs and a full disk are handled here
+            where = f"; the answers are kept in {kept} and the next run stores them without asking again" if kept else ""
+            if is_disk_full(exc):
+                raise RunStopped(f"the disk is full: {what} could not be stored{where}. Free space and rerun") from None
+            if not is_lock_timeout(exc):
+                raise
+            if not noted:
+                task.note(f"{what}: another program holds the project's write lock; waiting for it{where}")
+                noted = True
+            if task.cancelled and kept:
+                raise TaskCancelled() from None
+            time.sleep(_LOCK_RETRY_S)
+    if noted:
+        task.note(f"{what}: the lock was released; stored")
+    return result
+
+
 class Campaign(Generic[Item, Outcome]):
     """One run of a question kind against one provider.
 
@@ -204,6 +232,12 @@ class Campaign(Generic[Item, Outcome]):
             started = time.monotonic()
             try:
                 reply = send()
+            except AnswerError as exc:
+                # A provider that retries by itself (the judges' SDK) reports an unreached server so.
+                if getattr(exc, "connection", False) and self.replies == 0:
+                    raise Unreachable(f"cannot reach {self.where}: {exc}. Nothing was asked; check "
+                                      "--base-url and the network") from None
+                raise
             except RetryableError as exc:
                 if exc.connection and self.replies == 0:
                     raise Unreachable(f"cannot reach {self.where}: {exc.reason}. Nothing was asked; check "
@@ -239,32 +273,16 @@ class Campaign(Generic[Item, Outcome]):
             return self.kind.failed(item, exc.reason)
 
     # ------------------------------------------------------------------ storing
+    def write(self, fn: Callable[[], Any], what: str = "its record") -> Any:
+        """Run a write of this run's (``fn``), waiting while another program holds the project's lock."""
+        return write_waiting(fn, task=self.task, what=f"{self.what}: {what}",
+                             kept=str(self.journal.path) if self.journal is not None else None)
+
     def store(self, outcomes: list[Outcome], items: list[Item]) -> None:
         """Store on the calling thread; wait (with a note) while another program holds the lock."""
         if not outcomes:
             return
-        noted = False
-        while True:
-            try:
-                self.kind.store(outcomes)
-                break
-            except Exception as exc:  # noqa: BLE001 - only lock time-outs and a full disk are handled here
-                if is_disk_full(exc):
-                    kept = f" they are kept in {self.journal.path}" if self.journal is not None else ""
-                    raise RunStopped(f"the disk is full: {len(outcomes)} answer(s) could not be stored;{kept} and "
-                                     "the next run stores them without asking again. Free space and rerun") from None
-                if not is_lock_timeout(exc):
-                    raise
-                if not noted:
-                    kept = f" (kept in {self.journal.path})" if self.journal is not None else ""
-                    self.task.note(f"{self.what}: another program holds the project's write lock; waiting to store "
-                                   f"{len(outcomes)} answer(s){kept}")
-                    noted = True
-                if self.task.cancelled and self.journal is not None:
-                    raise TaskCancelled() from None
-                time.sleep(_LOCK_RETRY_S)
-        if noted:
-            self.task.note(f"{self.what}: the lock was released; answers stored")
+        self.write(lambda: self.kind.store(outcomes), f"{len(outcomes)} answer(s)")
         if self.journal is not None:
             self.journal.mark_stored([self.kind.key(item) for item in items])
 
@@ -383,4 +401,4 @@ class _NotSent:
 NOT_SENT: Any = _NotSent()
 
 __all__ = ["NOT_SENT", "Call", "Campaign", "GaveUp", "Pacer", "QuestionKind", "RetryPolicy", "is_disk_full",
-           "is_lock_timeout"]
+           "is_lock_timeout", "write_waiting"]

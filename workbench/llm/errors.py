@@ -56,6 +56,24 @@ def not_reached(exc: BaseException) -> bool:
     return False
 
 
+def retry_after(response: object) -> float | None:
+    """Seconds from a ``retry-after`` header (seconds form; an HTTP date is ignored)."""
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    value = headers.get("retry-after-ms")
+    if value:
+        try:
+            return max(0.0, float(value) / 1000)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    try:
+        return max(0.0, float(value)) if value else None
+    except ValueError:
+        return None
+
+
 class Provider(Protocol):
     """What every backend asked by the engine offers; the question kinds add their ``ask``."""
 
@@ -66,4 +84,4 @@ class Provider(Protocol):
         ...
 
 
-__all__ = ["AnswerError", "Provider", "RetryableError", "RunStopped", "Unreachable", "not_reached"]
+__all__ = ["AnswerError", "Provider", "RetryableError", "RunStopped", "Unreachable", "not_reached", "retry_after"]

@@ -5,8 +5,8 @@ is parsed and before the database is touched. After the answers are committed to
 ``stored`` line names their keys. A run — or a rerun after a kill, a lock timeout or a full disk —
 first stores what the journal holds and is not stored yet, then asks only for what is missing.
 
-One journal per run identity (an ALM model name, a judge): ``<project>.answers/<kind>-<hash>.jsonl``
-beside an SQLite project, under the configuration folder for a server database. The open journal
+One journal per run identity (an ALM model name, a judge): ``.<project>.answers/<kind>-<hash>.jsonl``
+beside an SQLite project (removed once everything in it is stored), under the configuration folder for a server database. The open journal
 is locked (``flock``) for the lifetime of the run, so a second run of the same identity is refused
 while the first is alive, and a run that finds the lock free knows that an earlier run whose job is
 still ``running`` is dead.
@@ -35,8 +35,8 @@ def journal_dir(store: Store) -> Path:
     """Where a project's journals live: beside an SQLite file, else under the configuration folder."""
     path = store.sqlite_path
     if path is not None:
-        # Not "-journal": SQLite's own rollback journal is called that.
-        return path.with_name(path.name + ".answers")
+        # Hidden, and not "<name>-journal" (SQLite's own rollback journal is called that).
+        return path.with_name(f".{path.name}.answers")
     from workbench.config import config_dir
     from workbench.llm.urls import safe_url
 
@@ -141,6 +141,10 @@ class Journal:
             pending = self.pending()
             if not pending:
                 self.path.unlink(missing_ok=True)
+                try:
+                    self.path.parent.rmdir()  # only when no other journal is left in it
+                except OSError:
+                    pass
             else:
                 tmp = self.path.with_name(self.path.name + ".tmp")
                 with open(tmp, "wb") as out:
