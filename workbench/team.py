@@ -45,10 +45,6 @@ class AnnotatorProgress:
     last_activity: datetime | None
     n_clips: int
 
-    @property
-    def fraction_labelled(self) -> float:
-        return self.clips_labelled / self.n_clips if self.n_clips else 0.0
-
 
 def annotator_progress(store: Store) -> list[AnnotatorProgress]:
     """Progress of every annotator of the project, by name.

@@ -85,7 +85,3 @@ def find_time_references(text: str | None) -> list[TimeRef]:
         found.append(TimeRef(start, end, float(match.group("num"))))
     return sorted(found, key=lambda ref: ref.start_char)
 
-
-def time_reference_tuples(text: str | None) -> list[tuple[int, int, float]]:
-    """The references of :func:`find_time_references` as ``(start_char, end_char, seconds)``."""
-    return [(ref.start_char, ref.end_char, ref.seconds) for ref in find_time_references(text)]

@@ -7,6 +7,7 @@ import pytest
 from scipy.stats import kendalltau, spearmanr
 from sklearn.metrics import balanced_accuracy_score, cohen_kappa_score
 
+from tests.support.pooling import pair_table
 from workbench.agreement import stats
 
 NAN = np.nan
@@ -72,7 +73,7 @@ def test_alpha_table_path_matches_package(level: str) -> None:
 def test_identical_labels_give_kappa_one() -> None:
     labels = ["helped", "misled", "neutral", "helped", "neutral"]
     assert stats.cohen_kappa(labels, labels) == 1.0
-    table = stats.pair_table(np.array([0, 1, 2, 0, 2]), np.array([0, 1, 2, 0, 2]), 3)
+    table = pair_table(np.array([0, 1, 2, 0, 2]), np.array([0, 1, 2, 0, 2]), 3)
     assert float(stats.pair_table_stats(table, None)["cohen_kappa"]) == 1.0
 
 
@@ -83,7 +84,7 @@ def test_constant_raters_give_undefined_kappa(b_label: str) -> None:
     assert stats.cohen_kappa(a, b) is None
     assert stats.cohen_kappa(a, b, labels=["helped", "misled", "neutral"], weights="linear") is None
     assert stats.cohen_kappa_analytic(np.array([[8, 0], [0, 0]])).kappa is None
-    table = stats.pair_table(np.zeros(8, int), np.full(8, 0 if b_label == "helped" else 1), 3)
+    table = pair_table(np.zeros(8, int), np.full(8, 0 if b_label == "helped" else 1), 3)
     assert np.isnan(stats.pair_table_stats(table, None)["cohen_kappa"])
 
 
@@ -103,7 +104,7 @@ def test_gwet_ac1_by_hand() -> None:
     b = [0] * 5 + [1] + [0] * 2 + [1] * 2
     expected = (0.7 - 0.455) / 0.545
     assert stats.gwet_ac1(np.array([a, b], float)) == pytest.approx(expected, abs=1e-12)
-    fast = stats.pair_table_stats(stats.pair_table(np.array(a), np.array(b), 2), None)
+    fast = stats.pair_table_stats(pair_table(np.array(a), np.array(b), 2), None)
     assert float(fast["gwet_ac1"]) == pytest.approx(expected, abs=1e-12)
     assert float(fast["pabak"]) == pytest.approx(2 * 0.7 - 1)
     assert stats.pabak(0.7) == pytest.approx(0.4)
@@ -124,7 +125,7 @@ def test_pair_table_path_matches_libraries() -> None:
     a = rng.integers(0, 4, 300)
     b = np.clip(a + rng.integers(-1, 2, 300), 0, 3)
     values = np.arange(4.0)
-    fast = stats.pair_table_stats(stats.pair_table(a, b, 4), values)
+    fast = stats.pair_table_stats(pair_table(a, b, 4), values)
     labels = [0, 1, 2, 3]
     assert fast["cohen_kappa"] == pytest.approx(cohen_kappa_score(a, b, labels=labels))
     assert fast["weighted_kappa_linear"] == pytest.approx(cohen_kappa_score(a, b, labels=labels, weights="linear"))
@@ -144,7 +145,7 @@ def test_pair_table_path_matches_libraries() -> None:
 
 
 def test_table_stats_are_batched() -> None:
-    tables = np.stack([stats.pair_table(np.array(COHEN_BINARY[0]), np.array(COHEN_BINARY[1]), 2)] * 3)
+    tables = np.stack([pair_table(np.array(COHEN_BINARY[0]), np.array(COHEN_BINARY[1]), 2)] * 3)
     kappas = stats.pair_table_stats(tables, None)["cohen_kappa"]
     assert kappas.shape == (3,)
     assert kappas == pytest.approx([0.347826] * 3, abs=1e-6)

@@ -9,7 +9,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workbench.audio.levels import StreamingLevels, pool_pairs_max, pool_pairs_min
+from tests.support.pooling import pool_pairs_min
+from workbench.audio.levels import StreamingLevels, pool_pairs_max
 
 
 def _reference(base: np.ndarray, reduce: np.ufunc) -> list[np.ndarray]:

@@ -20,7 +20,6 @@ from workbench.audio.loader import (
     content_hash,
     iter_blocks,
     load_audio,
-    resolve_media_path,
 )
 from workbench.errors import InputError
 
@@ -224,38 +223,43 @@ def test_iter_blocks_streams_a_long_file(tmp_path: Path) -> None:
     assert peak < total_bytes_as_float / 20
 
 
-def test_resolve_media_path_inside_root(tmp_path: Path) -> None:
+def test_the_one_media_rule_resolves_inside_a_root(tmp_path: Path) -> None:
+    """Media confinement has one rule, workbench.media.clip_audio (the loader has none of its own)."""
+    from workbench.media import clip_audio
+
     root = tmp_path / "media"
     (root / "sub").mkdir(parents=True)
     target = root / "sub" / "a.mp3"
     target.write_bytes(b"x")
-    assert resolve_media_path("sub/a.mp3", [root]) == target.resolve()
-    assert resolve_media_path(target, [tmp_path / "other", root]) == target.resolve()
-    assert resolve_media_path("sub/../sub/a.mp3", [root]) == target.resolve()
+    assert clip_audio("k", "sub/a.mp3", [root]).path == target.resolve()
+    assert clip_audio("k", str(target), [tmp_path / "other", root]).path == target.resolve()
+    assert clip_audio("k", "sub/../sub/a.mp3", [root]).path == target.resolve()
 
 
-def test_resolve_media_path_refuses_escape(tmp_path: Path) -> None:
+def test_the_one_media_rule_refuses_escapes(tmp_path: Path) -> None:
+    from workbench.media import clip_audio
+
     root = tmp_path / "media"
     root.mkdir()
-    with pytest.raises(AudioError, match=r"\.\./\.\./etc/passwd: refused .*outside the media roots"):
-        resolve_media_path("../../etc/passwd", [root])
-    with pytest.raises(AudioError, match="refused"):
-        resolve_media_path("/etc/passwd", [root])
-    with pytest.raises(AudioError, match="no media root"):
-        resolve_media_path("a.mp3", [])
+    escape = clip_audio("k", "../../etc/passwd", [root])
+    assert not escape.ok and "outside the media roots" in escape.message and "refused" in escape.message
+    assert "refused" in clip_audio("k", "/etc/passwd", [root]).message
+    assert "no media root" in clip_audio("k", "a.mp3", []).message
+    assert "NUL byte" in clip_audio("k", "a\x00.mp3", [root]).message
 
 
-def test_resolve_media_path_refuses_symlink_out(tmp_path: Path) -> None:
+def test_the_one_media_rule_refuses_symlinks_out(tmp_path: Path) -> None:
+    from workbench.media import clip_audio
+
     root = tmp_path / "media"
     root.mkdir()
     secret = tmp_path / "secret.wav"
     secret.write_bytes(b"RIFF")
     (root / "link.wav").symlink_to(secret)
     (root / "linkdir").symlink_to(tmp_path)
-    with pytest.raises(AudioError, match=r"link\.wav: refused"):
-        resolve_media_path("link.wav", [root])
-    with pytest.raises(AudioError, match="refused"):
-        resolve_media_path("linkdir/secret.wav", [root])
+    for stored in ("link.wav", "linkdir/secret.wav"):
+        status = clip_audio("k", stored, [root])
+        assert not status.ok and status.path is None and "refused" in status.message
 
 
 def test_content_hash_matches_hashlib(stereo_wav: Path, tmp_path: Path) -> None:

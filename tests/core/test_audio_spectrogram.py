@@ -10,7 +10,8 @@ import pytest
 import soundfile as sf
 
 from workbench.audio import spectrogram as spectrogram_module
-from workbench.audio.levels import pool_pairs_max, pool_pairs_min
+from tests.support.pooling import pool_pairs_min
+from workbench.audio.levels import pool_pairs_max
 from workbench.audio.loader import AudioData, AudioInfo, content_hash, load_audio
 from workbench.audio import pyramid_cache
 from workbench.audio.pyramid_cache import compute_pyramids

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.timerefs import find_time_references, time_reference_tuples
+from workbench.timerefs import find_time_references
 
 
 def _texts(text: str) -> list[tuple[str, float]]:
@@ -43,7 +43,7 @@ def test_non_references_are_ignored(text: str) -> None:
 
 def test_none_and_tuples() -> None:
     assert find_time_references(None) == []
-    assert time_reference_tuples("at 0:04") == [(3, 7, 4.0)]
+    assert [(r.start_char, r.end_char, r.seconds) for r in find_time_references("at 0:04")] == [(3, 7, 4.0)]
 
 
 def test_seconds_out_of_range_not_taken() -> None:

@@ -286,12 +286,6 @@ def balanced_accuracy(reference: Sequence, other: Sequence) -> float | None:
 # --------------------------------------------------------------------------- table path
 
 
-def pair_table(a_codes: np.ndarray, b_codes: np.ndarray, n_categories: int) -> np.ndarray:
-    """q × q count table of two raters' integer codes (rows: rater a, columns: rater b)."""
-    flat = np.bincount(a_codes * n_categories + b_codes, minlength=n_categories * n_categories)
-    return flat.reshape(n_categories, n_categories).astype(float)
-
-
 def pair_table_stats(
     tables: np.ndarray, values: np.ndarray | None, *, n_categories: int | None = None
 ) -> dict[str, np.ndarray]:

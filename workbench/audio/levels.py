@@ -35,11 +35,6 @@ def pool_pairs_max(image: np.ndarray, axis: int = -1) -> np.ndarray:
     return _pool_pairs(image, axis, np.maximum)
 
 
-def pool_pairs_min(values: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Min of each pair of columns along ``axis`` (default the last); an odd last one stays as it is."""
-    return _pool_pairs(values, axis, np.minimum)
-
-
 def pick_level(n_levels: int, unit_s: float, t0: float, t1: float, wanted: int) -> int:
     """Coarsest level still giving at least ``wanted`` units over [t0, t1] (else level 0)."""
     span = max(t1 - t0, 0.0)

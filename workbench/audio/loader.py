@@ -17,7 +17,7 @@ import logging
 import math
 import os
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -576,50 +576,6 @@ class DecodeStream:
             info=self.info,
             non_finite_samples=self._non_finite,
         )
-
-
-def resolve_media_path(relative_or_absolute: str | Path, media_roots: Sequence[Path]) -> Path:
-    """Resolve a clip's path inside the configured media roots, refusing escapes.
-
-    Parameters
-    ----------
-    relative_or_absolute
-        A path relative to a media root, or an absolute path that must lie inside one.
-    media_roots
-        The allowed directories, tried in order.
-
-    Returns
-    -------
-    pathlib.Path
-        The resolved (symlink-free) path inside a media root. It need not exist yet.
-
-    Raises
-    ------
-    AudioError
-        If no media root is configured, or the path (after resolving ``..`` and symlinks)
-        lies outside every media root.
-    """
-    candidate = Path(relative_or_absolute)
-    if not media_roots:
-        raise AudioError(f"{candidate}: no media root is configured; add one to the project first")
-    if "\x00" in str(candidate):
-        raise AudioError(f"{candidate!r}: path contains a NUL byte; refused")
-    resolved_roots = [Path(root).expanduser().resolve() for root in media_roots]
-    attempts = [candidate] if candidate.is_absolute() else [root / candidate for root in resolved_roots]
-    first_inside: Path | None = None
-    for attempt in attempts:
-        resolved = attempt.resolve()
-        if any(resolved.is_relative_to(root) for root in resolved_roots):
-            if resolved.exists():
-                return resolved
-            first_inside = first_inside or resolved
-    if first_inside is not None:
-        return first_inside
-    roots = ", ".join(str(root) for root in resolved_roots)
-    raise AudioError(
-        f"{candidate}: refused — the path (or a symlink in it) leads outside the media roots ({roots}); "
-        "keep recordings inside a media root"
-    )
 
 
 def content_hash(path: str | Path) -> str:
