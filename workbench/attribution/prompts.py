@@ -6,8 +6,6 @@ detected categories, the prediction, the truth and the chain-of-thought inside c
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -152,17 +150,9 @@ def render_clip_prompt(clip: ClipInput, template: PromptTemplate) -> RenderedPro
 
 
 def request_fingerprint(provider: str, model_id: str, prompt: RenderedPrompt, schema: dict[str, Any]) -> str:
-    """sha256 of (provider, model id, prompt version, rendered prompt, schema): the result-cache key."""
-    payload = json.dumps(
-        {
-            "provider": provider,
-            "model": model_id,
-            "prompt_version": prompt.version,
-            "system": prompt.system,
-            "user": prompt.user,
-            "schema": schema,
-        },
-        sort_keys=True,
-        ensure_ascii=False,
-    )
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+    """sha256 of (provider, model id, prompt version, rendered prompt, schema): the result-cache key
+    (the engine's one fingerprint, in the style judge calls were always keyed with)."""
+    from workbench.llm.fingerprint import fingerprint
+
+    return fingerprint({"provider": provider, "model": model_id, "prompt_version": prompt.version,
+                        "system": prompt.system, "user": prompt.user, "schema": schema}, style="spaced")

@@ -4,7 +4,9 @@ The experts' error-mode labels and the judges' replies use the same taxonomy, so
 error modes is measured like the rest (:func:`workbench.studies.error_modes.error_mode_agreement`).
 Every reply is stored (``JudgeErrorMode``), failures with their reason; a request already
 answered (same provider, model, prompt version and rendered prompt: the fingerprint) is never
-sent again.
+sent again. Error-mode judging is a question kind of the campaign engine
+(:mod:`workbench.llm.engine`): replies are journaled as they arrive and stored on the calling
+thread, a locked project is waited for, an unreached server stops the run with one line.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from workbench.errors import InputError
 from workbench.studies.error_modes import ErrorModeService, canonical_modes, wrong_answers
 
 if TYPE_CHECKING:
+    from workbench.attribution.providers import ProviderReply
+    from workbench.llm.engine import Campaign
     from workbench.tasks import TaskContext
 
 PROMPT_VERSION = "error-modes-v1"
@@ -107,6 +111,111 @@ class ErrorJudgeReport:
                 "judges": self.judges}
 
 
+@dataclass(frozen=True)
+class ErrorModeItem:
+    """One wrong answer for one judge: the rendered request and its fingerprint."""
+
+    answer: dict[str, Any]
+    prompt: RenderedPrompt
+    fingerprint: str
+
+    @property
+    def label(self) -> str:
+        return str(self.answer["clip_key"])
+
+
+def read_reply(row: JudgeErrorMode, reply: ProviderReply) -> None:
+    """Fill ``row`` from a reply: the modes and note, or the failure's reason."""
+    row.raw_reply = reply.text
+    row.input_tokens, row.output_tokens = reply.usage.input_tokens, reply.usage.output_tokens
+    if reply.refusal or reply.truncated:
+        row.status = "failed"
+        row.failure_reason = "the model refused" if reply.refusal else "reply cut off (max_tokens)"
+    else:
+        modes, note, failure = check_reply(reply.text)
+        row.modes, row.note = modes, note
+        row.status, row.failure_reason = ("failed", failure) if failure else ("ok", None)
+
+
+class ErrorModeQuestions:
+    """The error-mode question kind: one item per wrong answer for one judge; one ``JudgeErrorMode`` row each."""
+
+    def __init__(self, store: Store, judge: JudgeConfig, provider: Any, alm_run_id: int, schema: dict[str, Any],
+                 counts: dict[str, Any]) -> None:
+        self.project, self.judge, self.provider = store, judge, provider
+        self.alm_run_id, self.schema, self.counts = alm_run_id, schema, counts
+
+    def key(self, item: ErrorModeItem) -> str:
+        return item.fingerprint
+
+    def label(self, item: ErrorModeItem) -> str:
+        return f"{self.judge.name}/{item.label}"
+
+    def _row(self, item: ErrorModeItem) -> JudgeErrorMode:
+        return JudgeErrorMode(judge_name=self.judge.name, provider=self.judge.provider, model_id=self.judge.model,
+                              prompt_version=item.prompt.version, clip_id=item.answer["clip_id"],
+                              alm_run_id=self.alm_run_id, fingerprint=item.fingerprint)
+
+    def work(self, campaign: Campaign[ErrorModeItem, ErrorModeOutcome], item: ErrorModeItem) -> ErrorModeOutcome:
+        from workbench.attribution.providers import JudgeRequest, ProviderCallError
+
+        row = self._row(item)
+        request = JudgeRequest(judge=self.judge, prompt=item.prompt, schema=self.schema)
+        try:
+            call = campaign.request(item.fingerprint, lambda: self.provider.complete(request),
+                                    lambda reply: {"reply": _reply_record(reply)})
+        except ProviderCallError as exc:
+            row.status, row.failure_reason = "failed", str(exc)
+            return ErrorModeOutcome(item, row)
+        read_reply(row, call.reply)
+        return ErrorModeOutcome(item, row)
+
+    def replay(self, item: ErrorModeItem, entries: list[dict[str, Any]]) -> ErrorModeOutcome:
+        from workbench.attribution.providers import ProviderReply, TokenUsage
+
+        record = entries[-1]["reply"]
+        row = self._row(item)
+        read_reply(row, ProviderReply(text=record["text"], stop_reason=record.get("stop_reason"),
+                                      usage=TokenUsage(**(record.get("usage") or {})),
+                                      refusal=bool(record.get("refusal")), truncated=bool(record.get("truncated"))))
+        return ErrorModeOutcome(item, row)
+
+    def failed(self, item: ErrorModeItem, reason: str) -> ErrorModeOutcome:
+        row = self._row(item)
+        row.status, row.failure_reason = "failed", reason
+        return ErrorModeOutcome(item, row)
+
+    def not_sent(self, item: ErrorModeItem, reason: str) -> ErrorModeOutcome | None:
+        return None
+
+    def store(self, outcomes: list[ErrorModeOutcome]) -> None:
+        with self.project.write() as s:
+            for outcome in outcomes:
+                s.add(outcome.row)
+
+    def announce(self, outcomes: list[ErrorModeOutcome], task: TaskContext) -> None:
+        for outcome in outcomes:
+            row = outcome.row
+            self.counts["ok" if row.status == "ok" else "failed"] += 1
+            if row.status != "ok":
+                self.counts["failures"].append({"clip": outcome.item.label, "reason": row.failure_reason})
+        for outcome in outcomes:
+            task.item_done(self.label(outcome.item), outcome.row.status == "ok", outcome.row.failure_reason or "")
+
+
+@dataclass
+class ErrorModeOutcome:
+    """One wrong answer judged: the row to store."""
+
+    item: ErrorModeItem
+    row: JudgeErrorMode
+
+
+def _reply_record(reply: ProviderReply) -> dict[str, Any]:
+    return {"text": reply.text, "stop_reason": reply.stop_reason, "usage": reply.usage.as_dict(),
+            "refusal": reply.refusal, "truncated": reply.truncated}
+
+
 def judge_error_modes(
     store: Store,
     judges: list[JudgeConfig],
@@ -118,6 +227,7 @@ def judge_error_modes(
     prompt_version: str = PROMPT_VERSION,
     provider_factory: Callable[..., Any] | None = None,
     task: TaskContext | None = None,
+    concurrency: int = 1,
 ) -> ErrorJudgeReport:
     """Ask each judge for the error modes of every wrong (error ≥ γ) or refused answer of ``alm_model``.
 
@@ -138,12 +248,23 @@ def judge_error_modes(
         ``make_provider`` unless a test injects another.
     task
         Progress, per-answer outcomes and cancellation.
+    concurrency
+        Requests in flight per judge.
 
     Returns
     -------
     ErrorJudgeReport
+
+    Raises
+    ------
+    RunStopped
+        The key was refused or the server was not reached (one line); answers stored so far stay.
     """
-    from workbench.attribution.providers import JudgeRequest, ProviderCallError, make_provider
+    from workbench.attribution.providers import make_provider
+    from workbench.llm.engine import Campaign, RetryPolicy
+    from workbench.llm.journal import Journal
+    from workbench.llm.urls import safe_url
+    from workbench.tasks import TaskContext as Context
 
     factory = provider_factory or make_provider
     alm_run_id = ErrorModeService(store).alm_run_id(alm_model)
@@ -155,52 +276,40 @@ def judge_error_modes(
     load_template(prompt_version)  # a missing prompt version is one line before anything is sent
     schema = output_schema()
     report = ErrorJudgeReport(alm=alm_model, prompt_version=prompt_version, n_answers=len(answers))
-    if task is not None:
-        task.set_total(len(answers) * len(judges))
+    context = task or Context()
+    context.set_total(len(answers) * len(judges))
     for judge in judges:
         provider = factory(judge, base_url=base_url)
-        counts = {"judge": judge.name, "asked": 0, "cached": 0, "ok": 0, "failed": 0, "failures": []}
+        counts: dict[str, Any] = {"judge": judge.name, "asked": 0, "cached": 0, "ok": 0, "failed": 0, "failures": []}
+        journal = None
         try:
+            journal = Journal.open(store, "error-modes", f"{judge.name}\0{judge.provider}\0{judge.model}",
+                                   f"error-mode judge {judge.name!r}")
             with store.session() as s:
                 done = set(s.exec(select(JudgeErrorMode.fingerprint).where(
                     JudgeErrorMode.status == "ok", JudgeErrorMode.judge_name == judge.name)).all())
+            items: list[ErrorModeItem] = []
             for answer in answers:
-                if task is not None:
-                    task.check_cancel()
                 prompt = render(answer, prompt_version)
-                fingerprint = request_fingerprint(judge.provider, judge.model, prompt, schema)
-                key = f"{judge.name}/{answer['clip_key']}"
-                if fingerprint in done:
+                item = ErrorModeItem(answer, prompt, request_fingerprint(judge.provider, judge.model, prompt, schema))
+                if item.fingerprint in done:
                     counts["cached"] += 1
-                    if task is not None:
-                        task.item_done(key, True)
+                    context.item_done(f"{judge.name}/{item.label}", True)
                     continue
-                counts["asked"] += 1
-                row = JudgeErrorMode(judge_name=judge.name, provider=judge.provider, model_id=judge.model,
-                                     prompt_version=prompt.version, clip_id=answer["clip_id"], alm_run_id=alm_run_id,
-                                     fingerprint=fingerprint)
-                try:
-                    reply = provider.complete(JudgeRequest(judge=judge, prompt=prompt, schema=schema))
-                except ProviderCallError as exc:
-                    row.status, row.failure_reason = "failed", str(exc)
-                else:
-                    row.raw_reply = reply.text
-                    row.input_tokens, row.output_tokens = reply.usage.input_tokens, reply.usage.output_tokens
-                    if reply.refusal or reply.truncated:
-                        row.status = "failed"
-                        row.failure_reason = "the model refused" if reply.refusal else "reply cut off (max_tokens)"
-                    else:
-                        modes, note, failure = check_reply(reply.text)
-                        row.modes, row.note = modes, note
-                        row.status, row.failure_reason = ("failed", failure) if failure else ("ok", None)
-                with store.write() as s:
-                    s.add(row)
-                counts["ok" if row.status == "ok" else "failed"] += 1
-                if row.status != "ok":
-                    counts["failures"].append({"clip": answer["clip_key"], "reason": row.failure_reason})
-                if task is not None:
-                    task.item_done(key, row.status == "ok", row.failure_reason or "")
+                items.append(item)
+            counts["asked"] = len(items)
+            questions = ErrorModeQuestions(store, judge, provider, alm_run_id, schema, counts)
+            # The SDK retries transient faults itself (honouring retry-after): the engine adds none.
+            campaign: Campaign[ErrorModeItem, ErrorModeOutcome] = Campaign(
+                questions, what=f"error-mode judge {judge.name}",
+                where=safe_url(base_url or judge.base_url) or judge.provider, journal=journal,
+                concurrency=concurrency, retry=RetryPolicy(max_retries=0), task=context)
+            rest = campaign.replay(items)
+            if rest:
+                campaign.run(rest)
         finally:
             provider.close()
+            if journal is not None:
+                journal.close()
         report.judges.append(counts)
     return report
