@@ -20,7 +20,7 @@ import soundfile as sf
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from workbench.audio import direction, synth  # noqa: E402
-from workbench.audio.loader import iter_blocks  # noqa: E402
+from workbench.audio.streaming import iter_blocks  # noqa: E402
 
 SAMPLE_RATE = 48000
 SECONDS = 180

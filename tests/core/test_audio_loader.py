@@ -15,12 +15,11 @@ import soundfile as sf
 from workbench.audio.loader import (
     AudioData,
     AudioError,
-    DecodeStream,
     audio_info,
     content_hash,
-    iter_blocks,
     load_audio,
 )
+from workbench.audio.streaming import DecodeStream, iter_blocks
 from workbench.errors import InputError
 
 
@@ -164,7 +163,7 @@ def test_iter_blocks_with_overlap_reassembles(stereo_wav: Path) -> None:
 def test_decode_stream_reads_longer_only_between_a_short_first_and_short_last_reads(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from workbench.audio import loader
+    from workbench.audio import streaming
 
     rng = np.random.default_rng(4)
     path = tmp_path / "long.wav"
@@ -191,8 +190,8 @@ def test_decode_stream_reads_longer_only_between_a_short_first_and_short_last_re
     # The spectrogram starts with the first block and should have caught up when the decoder
     # ends: the first read and the last ones stay one block long; those between are longer.
     # (The very last read, past the header's length, checks that the decoder has ended.)
-    longer = 500 * loader._MIDDLE_READ_BLOCKS
-    short_tail = reads[-1 - loader._SHORT_LAST_READS : -1]
+    longer = 500 * streaming._MIDDLE_READ_BLOCKS
+    short_tail = reads[-1 - streaming._SHORT_LAST_READS : -1]
     assert reads[0] == 500 and longer in reads and set(short_tail) == {500}
     assert set(reads[1 : reads.index(500, 1)]) == {longer}
     assert sum(reads[:-1]) == 40_000 and len(reads) < 80

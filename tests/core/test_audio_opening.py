@@ -13,7 +13,8 @@ import soundfile as sf
 from tests.support.decodes import count_decodes
 from workbench.audio import synth
 from workbench.audio.direction import DirectionAnalyzer, analyze_samples
-from workbench.audio.loader import AudioError, DecodeStream, load_audio
+from workbench.audio.loader import AudioError, load_audio
+from workbench.audio.streaming import DecodeStream
 from workbench.audio.opening import open_audio
 from workbench.audio.pyramid_cache import compute_pyramids
 from workbench.audio.spectrogram import SpectrogramParams

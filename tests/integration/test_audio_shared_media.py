@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from workbench.audio.loader import AudioError, audio_info, iter_blocks, load_audio
+from workbench.audio.loader import AudioError, audio_info, load_audio
+from workbench.audio.streaming import iter_blocks
 from workbench.audio.service import analyze_file
 from workbench.audio.pyramid_cache import compute_pyramids
 from workbench.audio.spectrogram import SpectrogramParams

@@ -35,10 +35,11 @@ class DecodeCounter:
 def count_decodes(monkeypatch: pytest.MonkeyPatch) -> DecodeCounter:
     """Install the spy for the rest of the test."""
     import workbench.audio.loader as loader
+    import workbench.audio.streaming as streaming
 
     counter = DecodeCounter()
     real_read = sf.SoundFile.read
-    real_fallback = loader._decode_with_fallback  # noqa: SLF001 - the one other decoder
+    real_fallback = loader.decode_with_fallback  # the one other decoder
 
     def read(self: sf.SoundFile, *args: Any, **kwargs: Any) -> Any:
         if not any(handle is self for handle, _ in counter.handles):
@@ -50,5 +51,6 @@ def count_decodes(monkeypatch: pytest.MonkeyPatch) -> DecodeCounter:
         return real_fallback(path)
 
     monkeypatch.setattr(sf.SoundFile, "read", read)
-    monkeypatch.setattr(loader, "_decode_with_fallback", fallback)
+    monkeypatch.setattr(loader, "decode_with_fallback", fallback)
+    monkeypatch.setattr(streaming, "decode_with_fallback", fallback)
     return counter

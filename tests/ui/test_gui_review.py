@@ -169,7 +169,7 @@ def test_closing_while_work_runs_cancels_cleanly(make_window, demo_store, qtbot,
     import threading
 
     from workbench.audio import clip_open
-    from workbench.audio.loader import DecodeStream
+    from workbench.audio.streaming import DecodeStream
 
     real_blocks = DecodeStream.blocks
     inside, release = threading.Event(), threading.Event()
@@ -540,7 +540,7 @@ def test_worker_waits_for_the_paint_before_decoding(demo_store, monkeypatch) -> 
     import time
 
     from ui import workers
-    from workbench.audio.loader import DecodeStream
+    from workbench.audio.streaming import DecodeStream
     from workbench.audio.pyramid_cache import wait_for_cache_writes
     from workbench.audio.spectrogram import SpectrogramParams
 

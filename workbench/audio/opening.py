@@ -2,7 +2,7 @@
 direction analysis, block by block as the blocks arrive.
 
 The decoder runs on a helper thread and writes into the buffer that becomes the playback
-samples (:class:`~workbench.audio.loader.DecodeStream`); the calling thread turns each block
+samples (:class:`~workbench.audio.streaming.DecodeStream`); the calling thread turns each block
 into spectrogram columns, and the direction analysis takes the same blocks on a third thread.
 Nothing waits for the whole file before it starts, and the file is read once. Pure (numpy,
 scipy, soundfile): no database, no Qt; the review window's worker and ``open_clip`` of the
@@ -22,7 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from workbench.audio.direction.analysis import DirectionAnalysis, DirectionAnalyzer
-from workbench.audio.loader import AudioData, DecodeStream
+from workbench.audio.loader import AudioData
+from workbench.audio.streaming import DecodeStream
 from workbench.audio.spectrogram import PyramidBuilder, SpectrogramParams, SpectrogramPyramid, WaveformEnvelope, prefetched
 from workbench.errors import InputError
 

@@ -30,7 +30,8 @@ import scipy.fft
 import scipy.signal
 
 from workbench.audio.levels import StreamingLevels, pick_level
-from workbench.audio.loader import AudioData, AudioError, audio_info, iter_blocks
+from workbench.audio.loader import AudioData, AudioError, audio_info
+from workbench.audio.streaming import iter_blocks
 
 ENVELOPE_BUCKET = 16
 # Long recordings (beyond ~25 min at 44.1 kHz with hop 256) are pooled already while they are

@@ -256,7 +256,8 @@ class DirectionAnalyzer:
 
 
 def _read_blocks(path: Path, block_s: float) -> tuple[int, int, Iterator[np.ndarray]]:
-    from workbench.audio.loader import audio_info, iter_blocks
+    from workbench.audio.loader import audio_info
+    from workbench.audio.streaming import iter_blocks
 
     info = audio_info(path)
     block_frames = max(1, int(block_s * info.sample_rate))
