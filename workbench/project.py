@@ -97,6 +97,19 @@ def current_tagger_run(session: Session) -> TaggerRun | None:
     return session.get(TaggerRun, run_id) if run_id is not None else None
 
 
+def latest_curation_run_id(session: Session, *, before: int | None = None) -> int | None:
+    """The stored fit everyone reads: the curation run stored last (highest id; ``before``: the
+    last one stored before that run). Not ``created_at``: clocks of team members differ, the
+    order of the store does not."""
+    from storage.models import CurationRun
+
+    query = select(func.max(CurationRun.id))
+    if before is not None:
+        query = query.where(col(CurationRun.id) < before)
+    found = session.exec(query).one_or_none()
+    return int(found) if found is not None else None
+
+
 def latest_judgments(
     session: Session, clip_ids: Sequence[int] | None, *, per_alm: bool = False
 ) -> list[tuple[Judgment, str, int | None]]:

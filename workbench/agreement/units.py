@@ -117,7 +117,10 @@ def load_ratings(store: Store, *, alm_model: str | None = None, reveal_annotator
         annotators = s.exec(select(Annotator).order_by(Annotator.id)).all()
         category_labels = s.exec(select(CategoryLabel)).all()
         clip_labels = s.exec(select(ClipLabel)).all()
-        curation = s.exec(select(CurationRun).order_by(CurationRun.created_at.desc(), CurationRun.id.desc())).first()
+        from workbench.project import latest_curation_run_id
+
+        curation_id = latest_curation_run_id(s)
+        curation = s.get(CurationRun, curation_id) if curation_id is not None else None
         fitted = clip_results = []
         if curation is not None:
             fitted = s.exec(select(CurationCategoryResult).where(CurationCategoryResult.run_id == curation.id)).all()

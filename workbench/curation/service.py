@@ -430,12 +430,10 @@ def _store_run(
 
 
 def _latest_run_id(store: Store, before: int | None = None) -> int | None:
-    query = select(CurationRun.id).order_by(CurationRun.id.desc()).limit(1)
-    if before is not None:
-        query = query.where(CurationRun.id < before)
+    from workbench.project import latest_curation_run_id
+
     with store.session() as s:
-        found = s.scalars(query).first()
-    return int(found) if found is not None else None
+        return latest_curation_run_id(s, before=before)
 
 
 def _load_for_diff(store: Store, run_id: int) -> tuple[pd.Series, pd.DataFrame]:

@@ -56,7 +56,7 @@ from storage.models import (
 )
 from workbench.errors import InputError
 from workbench.labels import clip_id_for_key
-from workbench.project import current_tagger_run, latest_judgments
+from workbench.project import current_tagger_run, latest_curation_run_id, latest_judgments
 from workbench.review.rules import (
     IN_PROGRESS,
     REVIEWED,
@@ -131,7 +131,8 @@ class ReviewService:
 
     @staticmethod
     def _latest_curation_run(s: Any) -> CurationRun | None:
-        return s.exec(select(CurationRun).order_by(col(CurationRun.id).desc())).first()
+        run_id = latest_curation_run_id(s)
+        return s.get(CurationRun, run_id) if run_id is not None else None
 
     # ------------------------------------------------------------------ browser rows
 
@@ -297,10 +298,13 @@ class ReviewService:
                     judgment.status, alm_run_id,
                 )
             )
-        for category_id in by_category:
+        top_tags = set(detected)
+        own = {l.category_id: l for l in category_labels if l.annotator_id == annotator_id}
+        # Judged or labelled categories outside the top tags get a row too: an expert's label on
+        # one drives the fit, so the expert must see and be able to correct it.
+        for category_id in [*by_category, *sorted({l.category_id for l in category_labels})]:
             if category_id not in detected:
                 detected.append(category_id)
-        own = {l.category_id: l for l in category_labels if l.annotator_id == annotator_id}
         others: dict[str, list[ExpertLabelView]] = defaultdict(list)
         for label in category_labels:
             if label.annotator_id != annotator_id:
@@ -334,6 +338,7 @@ class ReviewService:
                     expert_category_polarity=own_polarities.get(category_id),
                     alm_judgments=tuple(by_category.get(category_id, ())),
                     expert_version=mine.version if mine else 0,
+                    among_top_tags=category_id in top_tags,
                 )
             )
         own_label = ClipLabelState()
