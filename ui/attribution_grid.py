@@ -7,9 +7,14 @@ polarity) are :class:`~workbench.commands.SetCategoryLabel` fields, ``category_p
 the expert's pool-wide P / N / neutral for the category
 (:class:`~workbench.commands.SetCategoryPolarity`, curation-model.md section 4); every edit
 can be undone. In blind mode the judges' columns, the consensus, the run's polarity and the
-other experts' labels are hidden until the expert has entered their own labels
-(:func:`workbench.review.rules.labels_entered`). The judges' columns are those of the ALM the
-detail was made for (:meth:`workbench.review.views.ClipDetail.for_alm`).
+other experts' labels (and the rows of categories only they labelled) are hidden until the
+expert has entered their own labels; the window's visibility policy
+(:class:`workbench.review.visibility.VisibilityPolicy`) decides and hands over the rows. The
+judges' columns are those of the ALM the detail was made for
+(:meth:`workbench.review.views.ClipDetail.for_alm`).
+
+Every category labelled on the clip has a row, also one outside the clip's top tags (an expert's
+label there drives the fit): its name says "not among the top tags", and it is edited like the others.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from ui.evidence import plain_tooltip
 from workbench.labels import CONTRIBUTIONS, EFFECTS, POLARITIES
 from workbench.review.views import CategoryRow, ClipDetail, ExpertLabelView
 
+NOT_TOP_TAG = "not among the top tags"
 CONTRIBUTION_TEXT = {0: "0 not used", 1: "1 minor", 2: "2 supporting", 3: "3 decisive"}
 EFFECT_SIGN = {"helped": "+", "misled": "−", "neutral": "="}
 _Index = QModelIndex | QPersistentModelIndex
@@ -59,9 +65,10 @@ class AttributionModel(QAbstractTableModel):
         self.rows: list[CategoryRow] = []
         self.judges: list[str] = []
 
-    def set_detail(self, detail: ClipDetail | None) -> None:
+    def set_detail(self, detail: ClipDetail | None, rows: list[CategoryRow] | None = None) -> None:
+        """Show ``detail``'s categories, or the ``rows`` of it the visibility policy allows."""
         self.beginResetModel()
-        self.rows = list(detail.categories) if detail else []
+        self.rows = list(rows) if rows is not None else list(detail.categories) if detail else []
         self.judges = list(detail.judge_names) if detail else []
         self.endResetModel()
 
@@ -157,12 +164,13 @@ class AttributionModel(QAbstractTableModel):
             if column == self.others_column:
                 return plain_tooltip(other_experts_tooltip(row.other_experts))
             if column == 0:
-                return plain_tooltip(f"{row.name}: {row.category_id} — {row.root}")
+                outside = "" if row.among_top_tags else f" ({NOT_TOP_TAG} of this clip; labelled or judged on it)"
+                return plain_tooltip(f"{row.name}: {row.category_id} — {row.root}{outside}")
             return None
         if role != Qt.ItemDataRole.DisplayRole:
             return None
         if column == 0:
-            return row.name
+            return row.name if row.among_top_tags else f"{row.name} ({NOT_TOP_TAG})"
         if column == 1:
             return "" if row.tag_probability is None else f"{row.tag_probability:.2f}"
         if column in self.judge_columns():
@@ -245,8 +253,10 @@ class AttributionGrid(QTableView):
         self.setEditTriggers(QTableView.EditTrigger.AllEditTriggers)
         self.judges_visible = True
 
-    def set_detail(self, detail: ClipDetail | None, *, judges_visible: bool) -> None:
-        self.grid_model.set_detail(detail)
+    def set_detail(self, detail: ClipDetail | None, *, judges_visible: bool,
+                   rows: list[CategoryRow] | None = None) -> None:
+        """Show the clip's ``rows`` (the visibility policy's choice; default: every category)."""
+        self.grid_model.set_detail(detail, rows)
         for column in range(self.grid_model.columnCount()):
             self.setItemDelegateForColumn(column, None)  # type: ignore[arg-type]
             # The header keeps hidden sections across a model reset: with fewer judges (another

@@ -6,12 +6,16 @@ the clip being reviewed never jumps away and "next" goes to the clip that follow
 The rows are re-sorted (and re-filtered) only when the expert asks for it: changing a
 filter, clicking a column header, or (re-)ticking "review queue order".
 
-Blind mode (:meth:`ClipBrowser.set_blind_mode`) hides the judge-derived "disagreement"
-column and disables its filter; the review queue order still uses it.
+What the table may show is the window's visibility policy's to say
+(:class:`workbench.review.visibility.VisibilityPolicy`, handed over with
+:meth:`ClipBrowser.set_visibility`): a hidden field's column, filter, sort and search are off —
+blind mode hides the judge-derived disagreement, localizability and |l−θ|, guess mode every
+clip's country, continent, city and title (the key's tooltip too). The review queue order still
+ranks by the judges' values (the order names none of them).
 
 The search field above the table keeps the clips whose key, city or title contains the typed
-text (case-insensitive). The key column is as wide as the longest key: a key is the clip's name
-and is never shown cut (the title is in the key's tooltip).
+text (case-insensitive; the key alone while the place is hidden). The key column is as wide as
+the longest key: a key is the clip's name and is never shown cut (the title is in the key's tooltip).
 """
 
 from __future__ import annotations
@@ -37,10 +41,16 @@ from PySide6.QtWidgets import (
 from ui.evidence import plain_tooltip
 from workbench.review.rules import review_queue
 from workbench.review.views import ClipRow
+from workbench.review.visibility import VisibilityPolicy
 
 _Index = QModelIndex | QPersistentModelIndex
 COLUMNS = ("key", "country", "continent", "speech", "status", "disagreement", "localizability", "|l−θ|", "flags")
+# The ClipRow field each column shows (what the visibility policy names).
+COLUMN_FIELDS = ("key", "country", "continent", "speech", "review_status", "judge_disagreement",
+                 "localizability", "distance_from_theta", "quality_flags")
 DISAGREEMENT_COLUMN = COLUMNS.index("disagreement")
+# Before the window hands its policy over: the judges' values are hidden (the safe default).
+SAFE_HIDDEN = frozenset({"judge_disagreement", "localizability", "distance_from_theta"})
 QUEUE_ROLE = Qt.ItemDataRole.UserRole + 1
 ROW_ROLE = Qt.ItemDataRole.UserRole + 2
 ANY = "any"
@@ -60,6 +70,7 @@ class ClipTableModel(QAbstractTableModel):
         super().__init__(parent)
         self.rows: list[ClipRow] = []
         self.queue_position: dict[int, int] = {}
+        self.hidden_fields: frozenset[str] = SAFE_HIDDEN  # never shown, tooltips and sort values included
 
     def set_rows(self, rows: Sequence[ClipRow]) -> None:
         self.beginResetModel()
@@ -123,12 +134,14 @@ class ClipTableModel(QAbstractTableModel):
             ", ".join(row.quality_flags),
         )
         value = values[index.column()]
+        if COLUMN_FIELDS[index.column()] in self.hidden_fields:
+            return None
         if role == Qt.ItemDataRole.DisplayRole:
             if isinstance(value, float):
                 return f"{value:.3f}"
             return "" if value is None else value
         if role == Qt.ItemDataRole.ToolTipRole and index.column() == 0:
-            return plain_tooltip(row.title)
+            return None if "title" in self.hidden_fields else plain_tooltip(row.title)
         if role == Qt.ItemDataRole.UserRole:
             # Sort value: numbers compare as numbers; missing values sort last.
             return float("inf") if value is None else value
@@ -145,6 +158,7 @@ class BrowserFilter:
     max_distance_from_theta: float | None = None
     flagged: str = ANY  # any | flagged | clean | a flag name (clips carrying that flag)
     search: str = ""  # case-insensitive part of the key, city or title
+    key_search_only: bool = False  # the city and title are hidden: search the key alone
 
 
 class ClipFilterProxy(QSortFilterProxyModel):
@@ -195,7 +209,9 @@ class ClipFilterProxy(QSortFilterProxyModel):
             return False
         if c.search:
             needle = c.search.casefold()
-            if not any(needle in (text or "").casefold() for text in (row.key, row.city, row.title)):
+            # A hidden city or title must not be found by typing it.
+            searched = (row.key,) if c.key_search_only else (row.key, row.city, row.title)
+            if not any(needle in (text or "").casefold() for text in searched):
                 return False
         return True
 
@@ -216,7 +232,7 @@ class ClipBrowser(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.blind_mode = True  # the safe default; MainWindow syncs it with its setting
+        self.hidden_fields: frozenset[str] = SAFE_HIDDEN  # the policy's, see set_visibility
         self.model = ClipTableModel(self)
         self.proxy = ClipFilterProxy(self)
         self.proxy.setSourceModel(self.model)
@@ -280,7 +296,7 @@ class ClipBrowser(QWidget):
             spin.valueChanged.connect(self._apply_filter)
         self.queue_order.toggled.connect(self._apply_order)
         header.sortIndicatorChanged.connect(self._header_sorted)
-        self._show_blind_mode()
+        self._show_hidden_fields({})
 
     # ------------------------------------------------------------------ rows
 
@@ -329,9 +345,10 @@ class ClipBrowser(QWidget):
         """The combo boxes' values from the rows; True when a chosen value had to be dropped."""
         flags = {flag for row in rows for flag in row.quality_flags} - {ANY, FLAGGED, CLEAN}
         dropped = False
+        hidden = self.hidden_fields
         for box, fixed, values in (
-            (self.country, [ANY], {r.country for r in rows}),
-            (self.continent, [ANY], {r.continent for r in rows}),
+            (self.country, [ANY], set() if "country" in hidden else {r.country for r in rows}),
+            (self.continent, [ANY], set() if "continent" in hidden else {r.continent for r in rows}),
             (self.flagged, [ANY, FLAGGED, CLEAN], flags),
         ):
             chosen = box.currentText() or ANY
@@ -349,16 +366,18 @@ class ClipBrowser(QWidget):
     # ------------------------------------------------------------------ filter and order
 
     def criteria(self) -> BrowserFilter:
-        """The filter the widgets describe (the disagreement filter is off in blind mode)."""
+        """The filter the widgets describe; a filter on a hidden field is off."""
+        hidden = self.hidden_fields
         return BrowserFilter(
-            country=self.country.currentText() or ANY,
-            continent=self.continent.currentText() or ANY,
+            country=ANY if "country" in hidden else self.country.currentText() or ANY,
+            continent=ANY if "continent" in hidden else self.continent.currentText() or ANY,
             speech=self.speech.currentText(),
             status=self.status.currentText(),
-            min_disagreement=0.0 if self.blind_mode else self.min_disagreement.value(),
-            max_distance_from_theta=self.max_distance.value() or None,
+            min_disagreement=0.0 if "judge_disagreement" in hidden else self.min_disagreement.value(),
+            max_distance_from_theta=None if "distance_from_theta" in hidden else self.max_distance.value() or None,
             flagged=self.flagged.currentText() or ANY,
             search=self.search.text().strip(),
+            key_search_only=bool({"city", "title"} & hidden),
         )
 
     def _apply_filter(self) -> None:
@@ -397,27 +416,39 @@ class ClipBrowser(QWidget):
             self.queue_order.blockSignals(False)
         self.resort()
 
-    # ------------------------------------------------------------------ blind mode
+    # ------------------------------------------------------------------ what may be shown
 
-    def set_blind_mode(self, on: bool) -> None:
-        """Blind mode hides the judges' disagreement (column and filter); the queue order still uses it."""
-        if on == self.blind_mode:
+    def set_visibility(self, policy: VisibilityPolicy) -> None:
+        """Show what ``policy`` allows: a hidden field's column, filter, sort and search are off."""
+        hidden = policy.hidden_row_fields()
+        if hidden == self.hidden_fields:
             return
-        self.blind_mode = on
-        self._show_blind_mode()
-        if on and not self.queue_order.isChecked() and (
-            self.table.horizontalHeader().sortIndicatorSection() == DISAGREEMENT_COLUMN
-        ):
-            self.queue_order.setChecked(True)  # an order by the hidden column would show it
+        self.hidden_fields = hidden
+        self.model.hidden_fields = hidden
+        self._show_hidden_fields({f: policy.row_hidden_reason(f) or "" for f in hidden})
+        sorted_by = self.table.horizontalHeader().sortIndicatorSection()
+        if not self.queue_order.isChecked() and 0 <= sorted_by < len(COLUMN_FIELDS) and COLUMN_FIELDS[sorted_by] in hidden:
+            self.queue_order.setChecked(True)  # an order by a hidden column would show it
+        self._fill_choices(self.model.rows)
+        if self.model.rows:
+            self.model.dataChanged.emit(self.model.index(0, 0),
+                                        self.model.index(len(self.model.rows) - 1, len(COLUMNS) - 1))
         if self.criteria() != self.proxy.criteria:
             self._apply_filter()
 
-    def _show_blind_mode(self) -> None:
-        self.table.setColumnHidden(DISAGREEMENT_COLUMN, self.blind_mode)
-        self.min_disagreement.setEnabled(not self.blind_mode)
-        self.min_disagreement.setToolTip(
-            "judge disagreement is hidden in blind mode" if self.blind_mode else "judge disagreement at least"
-        )
+    def _show_hidden_fields(self, reasons: dict[str, str]) -> None:
+        hidden = self.hidden_fields
+        for column, field in enumerate(COLUMN_FIELDS):
+            self.table.setColumnHidden(column, field in hidden)
+        for widget, field, shown_tip in (
+            (self.min_disagreement, "judge_disagreement", "judge disagreement at least"),
+            (self.max_distance, "distance_from_theta", "|localizability − θ| at most"),
+            (self.country, "country", ""),
+            (self.continent, "continent", ""),
+        ):
+            widget.setEnabled(field not in hidden)
+            widget.setToolTip(reasons.get(field, "hidden") if field in hidden else shown_tip)
+        self.search.setPlaceholderText("search key" if {"city", "title"} & hidden else "search key, city or title")
 
     # ------------------------------------------------------------------ selection
 

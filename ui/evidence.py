@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
 
 from workbench.errors import InputError
 from workbench.review.views import CategoryRow, ClipDetail, PredictionView, TagView
+from workbench.review.visibility import HIDDEN_IN_BLIND_MODE
 from workbench.timerefs import TimeRef, find_time_references
 
 ROOT_COLOURS = {
@@ -48,7 +49,6 @@ ROOT_COLOURS = {
 }
 
 
-HIDDEN_IN_BLIND_MODE = "hidden in blind mode"
 
 
 def plain_label(text: str = "") -> QLabel:
@@ -452,7 +452,8 @@ class ClipPanel(QWidget):
             if show_others and detail.other_clip_labels:
                 self.others.setText(
                     "Other experts: "
-                    + "; ".join(f"{name}: rating {s.rating or '—'}, {s.decision or '—'}" for name, s in detail.other_clip_labels)
+                    + "; ".join(f"{name}: rating {s.rating or '—'}, {s.decision or '—'}"
+                                + (f", note: {s.note}" if s.note else "") for name, s in detail.other_clip_labels)
                 )
             else:
                 self.others.setText("")

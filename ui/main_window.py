@@ -28,9 +28,9 @@ from workbench.commands import CommandStack
 from workbench.config import config_dir
 from workbench.labels import INTERACTIVE_WAIT_S, AnnotatorInfo, LabelService
 from workbench.review.direction import ab_spacing_from_config
-from workbench.review.rules import labels_entered
 from workbench.review.service import ReviewService
 from workbench.review.views import AudioSource, ClipDetail
+from workbench.review.visibility import VisibilityPolicy
 from ui.attribution_grid import AttributionGrid
 from ui.browser import ClipBrowser
 from ui.cockpit import Cockpit, install_cockpit
@@ -102,15 +102,15 @@ class MainWindow(ClipViewMixin, EditsMixin, ProjectsMixin, DialogsMixin, QMainWi
         self.labels = LabelService(store, write_wait_s=INTERACTIVE_WAIT_S)
         self.stack = CommandStack()
         self.settings = open_settings()
-        self.blind_mode = str(self.settings.value("blind_mode", True)).lower() in ("true", "1")
         from workbench.studies.planning import plan_for_annotator
 
-        # An annotator whose study plan is blind starts blind, whatever this machine last used
-        # (not remembered: the menu still switches it, for this session only).
+        # What may be shown is the policy's alone (blind mode, the plan's blind flag, guess mode,
+        # reveal); every panel asks it. A blind plan starts the window blind.
         self.study_plan = plan_for_annotator(store, annotator.id)
-        if self.study_plan is not None and self.study_plan[1]:
-            self.blind_mode = True
-        self.revealed: set[int] = set()
+        self.visibility = VisibilityPolicy(
+            blind_mode=str(self.settings.value("blind_mode", True)).lower() in ("true", "1"),
+            plan_blind=self.study_plan is not None and bool(self.study_plan[1]),
+        )
         self.detail: ClipDetail | None = None
         self._audio_clip: AudioSource | None = None  # the clip whose audio views are wanted
         # A clip's playback and direction view that arrived before its spectrogram was painted:
@@ -120,7 +120,6 @@ class MainWindow(ClipViewMixin, EditsMixin, ProjectsMixin, DialogsMixin, QMainWi
         self._restore: ViewState | None = None  # view and playback to restore after an axis switch
         # AB pairs need a microphone spacing for their direction view (config.toml ab_spacing_m).
         self.ab_spacing_m, self.ab_spacing_problem = ab_spacing_from_config()
-        self.setWindowTitle(f"AGL Workbench — {annotator.name}")
         self.setObjectName("MainWindow")
 
         self.player_view = PlayerView(player)
@@ -169,6 +168,7 @@ class MainWindow(ClipViewMixin, EditsMixin, ProjectsMixin, DialogsMixin, QMainWi
         self.banner.retry.clicked.connect(self.retry_pending)
         self.stack.subscribe(self._stack_changed)
         self._make_actions()
+        self._show_modes()
         self.statusBar().showMessage(f"annotator {annotator.name}")
 
         geometry = self.settings.value("geometry")
@@ -185,6 +185,7 @@ class MainWindow(ClipViewMixin, EditsMixin, ProjectsMixin, DialogsMixin, QMainWi
         self.error_modes = install_error_modes(self)  # the error-mode column (issue 18)
         self.spatial_events = install_events_panel(self)  # spatial sound events (issue 17)
         self.guess_mode = install_guess_mode(self)  # humans as localizers on the map (issue 18)
+        self.visibility.subscribe(self._visibility_changed)
 
     # ------------------------------------------------------------------ construction
 
@@ -221,33 +222,57 @@ class MainWindow(ClipViewMixin, EditsMixin, ProjectsMixin, DialogsMixin, QMainWi
         self.blind_action.setChecked(self.blind_mode)
         self.blind_action.toggled.connect(self.set_blind_mode)
         menu = self.menuBar().addMenu("&Review")
+        self.review_menu = menu  # panels add their actions here (never found by its text)
         for act in (self.play_action, self.undo_action, self.redo_action, self.blind_action):
             menu.addAction(act)
         self._stack_changed()
 
-    # ------------------------------------------------------------------ blind mode
+    # ------------------------------------------------------------------ blind and guess mode
+
+    @property
+    def blind_mode(self) -> bool:
+        return self.visibility.blind_mode
 
     def judges_visible(self) -> bool:
-        """Judges and other experts are visible unless blind mode hides them (see labels_entered)."""
-        if not self.blind_mode or self.detail is None:
-            return True
-        return labels_entered(self.detail, revealed=self.detail.clip_id in self.revealed)
+        """Judges and other experts of the shown clip (the visibility policy decides)."""
+        self.sync_visibility()
+        return self.visibility.judges_visible()
 
     def set_blind_mode(self, on: bool) -> None:
-        self.blind_mode = on
         self.settings.setValue("blind_mode", on)
-        self.browser.set_blind_mode(on)  # no judge-derived numbers in the browser either
-        self._show_detail()
+        self.visibility.set_blind_mode(on)  # the policy's listeners redraw
 
     def reveal_current(self) -> None:
         """Blind mode: reveal the judges once the clip is rated."""
-        if self.detail is None:
-            return
-        if self.detail.own_label.rating is None:
-            self.show_status("rate the clip (1–5) before revealing the judges")
-            return
-        self.revealed.add(self.detail.clip_id)
+        self.sync_visibility()
+        reason = self.visibility.reveal()
+        if reason is not None and self.detail is not None:
+            self.show_status(reason)
+
+    def sync_visibility(self) -> None:
+        """Tell the policy the shown clip and whether the annotator's guess of it is stored."""
+        detail = self.detail
+        saved = False
+        if self.visibility.guess_mode and detail is not None:
+            from workbench.studies.localizers import guess_for
+
+            saved = guess_for(self.store, self.annotator.id, detail.clip_id).placed
+        self.visibility.set_clip(detail, guess_saved=saved)
+
+    def _visibility_changed(self) -> None:
+        """A mode switched or a clip was revealed: every view asks the policy again."""
+        self._show_modes()
         self._show_detail()
+        self.guess_mode.refresh()
+
+    def _show_modes(self) -> None:
+        """The browser's columns and filters, the menu's check marks and the title follow the modes."""
+        policy = self.visibility
+        self.browser.set_visibility(policy)
+        self.blind_action.blockSignals(True)
+        self.blind_action.setChecked(policy.blind_mode)
+        self.blind_action.blockSignals(False)
+        self.setWindowTitle(" — ".join(["AGL Workbench", self.annotator.name, *policy.mode_names()]))
 
     # ------------------------------------------------------------------ misc
 

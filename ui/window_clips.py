@@ -17,7 +17,8 @@ from workbench.audio.layout import detect_layout
 from workbench.audio.playback import PlayerState
 from workbench.audio.spectrogram import SpectrogramParams
 from workbench.review.views import AudioSource, ClipDetail
-from ui.cockpit.guess_mode import HIDDEN_TEXT
+from workbench.review.visibility import HIDDEN_IN_GUESS_MODE as HIDDEN_TEXT
+from workbench.review.visibility import VisibilityPolicy
 from ui.evidence import location_text, plain_tooltip
 from ui.workers import AudioRequest, AudioResult
 
@@ -61,7 +62,7 @@ class ClipViewMixin:
     loader: AudioLoader
     detail: ClipDetail | None
     scale: str
-    blind_mode: bool
+    visibility: VisibilityPolicy
     ab_spacing_m: float | None
     ab_spacing_problem: str | None
     _audio_clip: AudioSource | None
@@ -73,7 +74,7 @@ class ClipViewMixin:
     def reload_rows(self, *, resort: bool = False) -> None:
         """Re-read the browser rows: new values in place, the order and the selection kept
         (the clip under review must not jump away after an edit); ``resort`` re-sorts them."""
-        self.browser.set_blind_mode(self.blind_mode)
+        self.browser.set_visibility(self.visibility)
         rows = self.review.clip_rows(self.annotator.id)
         if resort:
             self.browser.set_rows(rows)
@@ -156,11 +157,13 @@ class ClipViewMixin:
                 and any(p.alm_run_id == preferred for p in self.detail.predictions)):
             self.detail = self.detail.for_alm(preferred)
         detail = self.detail
-        visible = self.judges_visible()
+        self.sync_visibility()
+        policy = self.visibility
+        visible = policy.judges_visible()
         categories = list(detail.categories) if detail else []
         prediction = detail.prediction if detail else None
         # Guess mode: nothing that names the place (truth, the ALMs' answers) until the guess is saved.
-        hidden = self.location_hidden()
+        hidden = not policy.location_visible()
         self.reasoning.set_reasoning(f"The ALM's reasoning: {HIDDEN_TEXT}." if hidden
                                      else prediction.reasoning if prediction else "", categories)
         self.location_line.setText(f"True location and the ALMs' answers: {HIDDEN_TEXT}" if hidden
@@ -176,8 +179,8 @@ class ClipViewMixin:
         if hidden:
             self.info.hide_location(detail.key, HIDDEN_TEXT)
         self.clip_panel.set_detail(detail, show_others=visible)
-        self.clip_panel.reveal.setEnabled(bool(detail) and not visible)
-        self.grid.set_detail(detail, judges_visible=visible)
+        self.clip_panel.reveal.setEnabled(policy.can_reveal())
+        self.grid.set_detail(detail, judges_visible=visible, rows=policy.categories(detail))
 
     def _alm_chosen(self, _alm_run_id: int) -> None:
         """The expert chose the ALM to show (ClipInfoPanel keeps it for the next clips that have it)."""
@@ -253,8 +256,3 @@ class ClipViewMixin:
             has_audio and view.player.state == PlayerState.PLAYING,
         )
         self.open_clip(self.detail.clip_id)
-
-    def location_hidden(self) -> bool:
-        """Whether guess mode hides the shown clip's true location and the ALMs' answers."""
-        guess = getattr(self, "guess_mode", None)  # None while the window is being built
-        return guess is not None and guess.truth_hidden()

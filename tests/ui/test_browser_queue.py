@@ -114,6 +114,7 @@ def test_an_edit_does_not_move_the_row_in_a_column_sort(make_window, qtbot) -> N
 def test_clicking_a_header_sorts_by_that_column(make_window, qtbot) -> None:  # type: ignore[no-untyped-def]
     window = make_window()
     window.show()
+    window.blind_action.setChecked(False)  # blind mode hides the |l−θ| column (issue [N])
     browser = window.browser
     assert browser.queue_order.isChecked() and _shown(window) == QUEUE
     _click_header(qtbot, window, "country")

@@ -8,7 +8,9 @@ list's country and continent columns and filters. A left click on the map places
 slider sets the confidence (0 to 1, as ``aglw study guess --confidence``), "Save guess" runs a
 :class:`~workbench.commands.SetHumanGuess` through the window's command stack (history, undo
 with Ctrl+Z). Once the guess is stored the truth is revealed for that clip with the guess's
-distance error; undoing the guess hides it again.
+distance error; undoing the guess hides it again. What is hidden when is the window's visibility
+policy's to say (:class:`workbench.review.visibility.VisibilityPolicy`): this module switches
+the mode and draws what the policy allows.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ from PySide6.QtCore import QObject, Qt
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSlider, QWidget
 
-from ui.browser import COLUMNS
 from ui.cockpit.map_data import great_circle
 from ui.cockpit.map_view import MapView
 from workbench.commands import SetHumanGuess
@@ -29,9 +30,6 @@ from workbench.labels import INTERACTIVE_WAIT_S
 from workbench.studies.localizers import GuessService, GuessView, guess_for
 
 GUESS_COLOUR = "#ff00aa"
-HIDDEN_TEXT = "hidden in guess mode until your guess is saved"
-# Columns and filters of the clip list that name a clip's place.
-PLACE_COLUMNS = (COLUMNS.index("country"), COLUMNS.index("continent"))
 
 
 class GuessControls(QWidget):
@@ -120,7 +118,8 @@ class GuessMode(QObject):
 
     def truth_hidden(self) -> bool:
         """Whether the shown clip's true location and the models' answers must stay hidden."""
-        return self.active and self.clip_id() is not None and not self._read().placed
+        self.window.sync_visibility()
+        return self.window.visibility.map_hidden()
 
     def set_active(self, on: bool) -> None:
         """Enter or leave guess mode (the button and the menu action follow each other)."""
@@ -132,14 +131,10 @@ class GuessMode(QObject):
             switch.setChecked(on)
             switch.blockSignals(False)
         self.controls.mode.setText("Guess mode: on" if on else "Guess mode")
-        browser = self.window.browser
-        for column in PLACE_COLUMNS:
-            browser.table.setColumnHidden(column, on)
-        for box in (browser.country, browser.continent):
-            box.setEnabled(not on)
         self.placed = None
-        self.refresh()
-        self.window.refresh_detail()  # the location line, the Clip tab and the reasoning follow
+        # The policy's listeners redraw: the clip list, the panels and this map.
+        self.window.visibility.set_guess_mode(on)
+        self.window.refresh_detail()  # re-read the shown clip's texts too
         if on:
             self.window.show_status("guess mode: click the map where you think the clip was recorded")
 
@@ -151,6 +146,7 @@ class GuessMode(QObject):
     def refresh(self) -> None:
         """Re-read the stored guess (after a save, undo or redo) and redraw."""
         clip_id = self.clip_id()
+        self.window.sync_visibility()
         self.stored = self._read()
         if clip_id != self.stored_clip:
             self.placed = None
@@ -160,7 +156,7 @@ class GuessMode(QObject):
     # ------------------------------------------------------------------ drawing
 
     def _show(self) -> None:
-        hidden = self.active and self.clip_id() is not None and not self.stored.placed
+        hidden = self.window.visibility.map_hidden()
         self.map.set_hidden(hidden)
         self.marker.setData([], [])
         self.line.setData([], [])
@@ -237,8 +233,6 @@ def install_guess_mode(window: Any) -> GuessMode:
     mode = GuessMode(window, window.cockpit.map)
     window.clipShown.connect(mode.clip_changed)
     window.stack.subscribe(mode.refresh)
-    for menu_action in window.menuBar().actions():
-        if menu_action.menu() is not None and menu_action.text() == "&Review":
-            menu_action.menu().addAction(mode.action)
+    window.review_menu.addAction(mode.action)
     mode.action.toggled.connect(lambda on: window.cockpit.show("map") if on else None)
     return mode

@@ -78,14 +78,16 @@ def labels_entered(detail: ClipDetail, *, revealed: bool = False) -> bool:
     clip, or when they rated the clip (1–5) and then asked explicitly to reveal the
     judges (``revealed``). A clip without detected categories counts as entered once
     it is rated. Until then blind mode hides the judges' columns and other experts'
-    labels.
+    labels (:class:`workbench.review.visibility.VisibilityPolicy` asks this rule).
     """
     rated = detail.own_label.rating is not None
     if revealed and rated:
         return True
-    if not detail.categories:
+    # A category only another expert labelled is not hers to label (and is hidden until then).
+    own = [row for row in detail.categories if not row.only_other_experts]
+    if not own:
         return rated
-    return all(row.expert_contribution is not None for row in detail.categories)
+    return all(row.expert_contribution is not None for row in own)
 
 
 def consensus(views: Iterable[JudgmentView]) -> float | None:

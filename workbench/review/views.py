@@ -125,6 +125,15 @@ class CategoryRow:
     expert_category_polarity: str | None = None
     alm_judgments: tuple[JudgmentView, ...] = ()
     expert_version: int = 0  # version of the expert's stored label row (0: none yet)
+    # False for a category shown because it was judged or labelled on the clip although it is
+    # not among the clip's top tags (the grid marks it "not among the top tags").
+    among_top_tags: bool = True
+
+    @property
+    def only_other_experts(self) -> bool:
+        """Shown only because another expert labelled it (blind mode hides such a row)."""
+        return (not self.among_top_tags and not self.alm_judgments and self.expert_version == 0
+                and bool(self.other_experts))
 
 
 @dataclass(frozen=True)
