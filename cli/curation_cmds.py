@@ -168,14 +168,26 @@ def select_command(
 @export_app.command("selection")
 def export_selection_command(
     ctx: typer.Context,
-    file: str = typer.Argument(..., help="CSV to write; the manifest goes to FILE.manifest.json."),
+    file: str = typer.Argument(..., help="CSV to write (manifest: FILE.manifest.json); --format hf: a folder."),
     selection: Optional[int] = typer.Option(None, "--selection", help="Selection id (default: the latest)."),
     force: bool = typer.Option(False, "--force", help="Replace FILE and FILE.manifest.json if they exist."),
+    format: str = typer.Option("agl1k", "--format", help="agl1k (CSV + manifest) or hf (a Hugging Face dataset folder)."),  # noqa: A002
+    no_embed_audio: bool = typer.Option(False, "--no-embed-audio", help="hf: write recording paths, not their bytes."),
 ) -> None:
-    """Write a selection as an AGL1K-format CSV (20-name header) plus FILE.manifest.json."""
+    """Write a selection as an AGL1K-format CSV (20-name header) plus FILE.manifest.json, or as a Hugging Face dataset."""
     from workbench.curation.export import export_selection
 
     app = app_context(ctx)
+    if format not in ("agl1k", "hf"):
+        raise AglwError(f"--format {format!r} is not one of: agl1k, hf")
+    if format == "hf":
+        from pathlib import Path
+
+        from cli.data_cmds import export_hf_folder
+
+        export_hf_folder(app, Path(file), selection=str(selection) if selection is not None else "latest",
+                         embed_audio=not no_embed_audio, force=force)
+        return
     result = export_selection(app.store(), file, selection_id=selection, overwrite=force)
     if app.json:
         emit_json({"csv": str(result.csv_path), "manifest": str(result.manifest_path), "n_rows": result.n_rows,
@@ -219,5 +231,9 @@ def register(app: typer.Typer) -> None:
 
     if not any(c.name == "predictions" for c in export_app.registered_commands):
         export_app.command("predictions")(export_predictions_command)
+    from cli.data_cmds import export_dataset_command
+
+    if not any(c.name == "dataset" for c in export_app.registered_commands):
+        export_app.command("dataset")(export_dataset_command)
     app.add_typer(export_app, name="export")
     app.add_typer(check_app, name="check")

@@ -36,7 +36,7 @@ def _format(key: str, value: Any) -> str:
         return "–"
     if key in _RATE_KEYS or key.startswith(_PROFILE_DEPENDENT):
         return f"{value:.3f}"
-    if key in ("distance_error_km", "geoscore_mean"):
+    if key.startswith(("distance_error_km", "geoscore_mean")):
         return f"{value:,.2f}"
     return escape(str(value))
 
@@ -123,6 +123,50 @@ def import_predictions_cmd(
     _show_report(report, app.json)
 
 
+def export_hf_folder(
+    app: Any, out: Path, *, dataset: str | None = None, clips: str | None = None, selection: str | None = None,
+    embed_audio: bool = True, force: bool = False, url: str | None = None,
+) -> None:
+    """Write a Hugging Face dataset folder (``export dataset`` / ``export selection --format hf``)."""
+    from workbench.curation.hf_export import export_hf
+
+    keys = [k.strip() for k in clips.split(",") if k.strip()] if clips is not None else None
+    if selection is not None and selection != "latest" and not selection.isdigit():
+        raise typer.BadParameter(f"--selection {selection!r}: use 'latest' or a selection id")
+    result = export_hf(app.store(), out, dataset=dataset, keys=keys, selection=selection, embed_audio=embed_audio,
+                       force=force, url=url)
+    if app.json:
+        emit_json({"out": str(result.out), "n_rows": result.n_rows, "files": result.files,
+                   "embedded_audio": result.embedded, "without_audio": result.without_audio,
+                   "selection_id": result.selection_id, "datasets": result.datasets})
+        return
+    source = f"selection {result.selection_id}" if result.selection_id is not None else ", ".join(result.datasets)
+    show(f"wrote {result.n_rows} clips of {escape(source)} to {escape(str(result.out))} "
+         f"({len(result.files)} Parquet file(s), README.md, croissant.json)")
+    if result.without_audio:
+        say(f"warning: {len(result.without_audio)} clip(s) have no recording linked and are exported without audio: "
+            + ", ".join(result.without_audio[:20]) + (" …" if len(result.without_audio) > 20 else ""))
+
+
+def export_dataset_command(
+    ctx: typer.Context,
+    out: Path = typer.Argument(..., help="Folder to write (new or empty; --force replaces an earlier export)."),
+    format: str = typer.Option("hf", "--format", help="hf: a folder that datasets.load_dataset reads."),  # noqa: A002
+    dataset: Optional[str] = typer.Option(None, "--dataset", help="Dataset name (default: the project's only one)."),
+    clips: Optional[str] = typer.Option(None, "--clips", help="Only these clips: KEY,KEY,..."),
+    selection: Optional[str] = typer.Option(None, "--selection", help="The clips of a selection: latest or an id."),
+    no_embed_audio: bool = typer.Option(
+        False, "--no-embed-audio", help="Write each recording's path relative to its media root, not its bytes."
+    ),
+    force: bool = typer.Option(False, "--force", help="Replace an earlier export in OUT."),
+    url: Optional[str] = typer.Option(None, "--url", help="Where the dataset will be published (Croissant url)."),
+) -> None:
+    """Export the dataset, chosen clips or a selection as a Hugging Face dataset with a card and Croissant."""
+    _check_choice(format, ("hf",), "--format")
+    export_hf_folder(app_context(ctx), out, dataset=dataset, clips=clips, selection=selection,
+                     embed_audio=not no_embed_audio, force=force, url=url)
+
+
 def _check_choice(value: str | None, allowed: tuple[str, ...], option: str) -> None:
     from cli.context import check_choice
 
@@ -154,27 +198,64 @@ def metrics_cmd(
 
 
 def _side_by_side(frame: pd.DataFrame, group: bool) -> pd.DataFrame:
-    """One row per model (and group) with the profile-dependent accuracies per profile."""
+    """One row per model (and group) with the profile-dependent accuracies (and their
+    intervals) per profile."""
     index = ["group", "model"] if group else ["model"]
-    shared = frame[frame["profile"] == PROFILES[0]][[*index, *_SHARED_COLUMNS]]
+    dependent = [c for c in frame.columns if c.startswith(_PROFILE_DEPENDENT)]
+    shared_columns = [c for c in frame.columns if c not in (*index, "profile", *dependent)]
+    shared = frame[frame["profile"] == PROFILES[0]][[*index, *shared_columns]]
     for profile in PROFILES:
-        part = frame[frame["profile"] == profile][[*index, *_PROFILE_DEPENDENT]]
-        part = part.rename(columns={c: f"{c}_{profile}" for c in _PROFILE_DEPENDENT})
+        part = frame[frame["profile"] == profile][[*index, *dependent]]
+        part = part.rename(columns={c: _per_profile(c, profile) for c in dependent})
         shared = shared.merge(part, on=index, how="outer")
+    first = ["n", "n_dataset", "distance_error_km", "distance_error_km_ci"]
     ordered = [
         *index,
-        "n",
-        "distance_error_km",
-        *(f"{c}_{p}" for c in _PROFILE_DEPENDENT for p in PROFILES),
-        *_SHARED_COLUMNS[2:],
+        *(c for c in first if c in shared.columns),
+        *(_per_profile(c, p) for c in dependent for p in PROFILES),
+        *(c for c in shared_columns if c not in first),
     ]
     return shared[ordered]
+
+
+def _per_profile(column: str, profile: str) -> str:
+    """``country_acc`` -> ``country_acc_iso``; an interval keeps its ``_ci`` last."""
+    return f"{column[:-3]}_{profile}_ci" if column.endswith("_ci") else f"{column}_{profile}"
+
+
+def _with_coverage(frame: pd.DataFrame) -> pd.DataFrame:
+    """``n`` and ``n_dataset`` shown as one coverage column: answered / in dataset."""
+    if "n_dataset" not in frame.columns:
+        return frame
+    shown = frame.copy()
+    position = list(shown.columns).index("n")
+
+    def coverage(n: Any, total: Any) -> str:
+        total_text = "–" if total is None or (isinstance(total, float) and math.isnan(total)) else f"{int(total):,}"
+        return f"{int(n):,} / {total_text}"
+
+    shown.insert(position, "coverage", [coverage(n, t) for n, t in zip(shown["n"], shown["n_dataset"])])
+    return shown.drop(columns=["n", "n_dataset"])
+
+
+def _cell(column: str, value: Any, record: dict[str, Any]) -> str:
+    """A cell: the number, and its interval when ``--ci`` gave one."""
+    text = _format(column, value) if column != "coverage" else escape(str(value))
+    interval = record.get(f"{column}_ci") if not column.endswith("_ci") else None
+    if isinstance(interval, (list, tuple)) and len(interval) == 2:
+        text += f" [{_format(column, interval[0])}, {_format(column, interval[1])}]"
+    return text
 
 
 def leaderboard_cmd(
     ctx: typer.Context,
     profile: str = typer.Option("both", "--profile", help="agl1k, iso, or both side by side."),
     by: Optional[str] = typer.Option(None, "--by", help="Group by continent or speech."),
+    common: bool = typer.Option(False, "--common", help="Rank every listed model on the clips all of them answered."),
+    ci: bool = typer.Option(False, "--ci", help="Add 95 % bootstrap intervals (clips resampled with replacement)."),
+    bootstrap: int = typer.Option(2000, "--bootstrap", min=1, help="Bootstrap resamples B (with --ci)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap (with --ci)."),
+    models: Optional[str] = typer.Option(None, "--models", help="Only these models: A,B,... (default: all)."),
 ) -> None:
     """Table for all imported models."""
     _check_choice(profile, (*PROFILES, "both"), "--profile")
@@ -183,24 +264,39 @@ def leaderboard_cmd(
     _check_choice(by, GROUP_BY_OPTIONS, "--by")
     app = app_context(ctx)
     store = app.store()
-    frame = leaderboard(store, profile, by)  # type: ignore[arg-type]
-    if by is None:
+    listed = [m.strip() for m in models.split(",") if m.strip()] if models else None
+    frame = leaderboard(store, profile, by, common=common, models=listed, ci=ci, bootstrap=bootstrap,  # type: ignore[arg-type]
+                        seed=seed)
+    n_common = frame.attrs.get("n_common")
+    if by is None and not common and listed is None:
         from workbench.studies.localizers import with_human_rows
 
-        frame = with_human_rows(frame, store, profile)  # people who guessed blind, scored alike
+        # people who guessed blind, scored alike
+        frame = with_human_rows(frame, store, profile, ci=ci, bootstrap=bootstrap, seed=seed)
+    elif common and listed is None:
+        say("human localizers are not ranked with --common: they guessed other clips than the models answered")
     if app.json:
-        emit_json(frame.to_dict(orient="records"))
+        emit_json({"profile": profile, "common": common, "n_common": n_common,
+                   "rows": frame.to_dict(orient="records")})
         return
     if frame.empty:
         say("no predictions imported yet: use `aglw import predictions --model NAME FILE`")
         return
     shown = _side_by_side(frame, by is not None) if profile == "both" else frame.drop(columns="profile")
+    shown = _with_coverage(shown)
     title = "leaderboard" + (f" by {by}" if by else "") + f" ({profile} profile{'s' if profile == 'both' else ''})"
+    if common:
+        title += f", on the {n_common:,} clips every listed model answered"
+    if ci:
+        title += f"; [95 % bootstrap interval, B = {bootstrap:,}, seed {seed}]"
+    from workbench.metrics.keys import header
+
     table = Table(title=title)
-    for column in shown.columns:
-        table.add_column(column.replace("_", " "), justify="left" if column in ("model", "group") else "right")
+    visible = [c for c in shown.columns if not c.endswith("_ci")]
+    for column in visible:
+        table.add_column(header(column), justify="left" if column in ("model", "group") else "right")
     for record in shown.to_dict(orient="records"):
-        table.add_row(*(_format(column, value) for column, value in record.items()))
+        table.add_row(*(_cell(column, record[column], record) for column in visible))
     show(table, min_width=200)
 
 

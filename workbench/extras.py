@@ -13,6 +13,8 @@ import importlib.util
 EXTRAS = {
     "pyarrow": ("parquet", "Parquet files"),
     "sofar": ("spatial", "Reading head-related responses from SOFA files"),
+    "datasets": ("share", "Hugging Face dataset exports"),
+    "mlcroissant": ("share", "Validating Croissant metadata"),
 }
 
 
