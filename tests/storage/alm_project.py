@@ -74,7 +74,7 @@ def make_project(tmp_path: Path, n: int = 6) -> AlmProject:
     """A project of ``n`` clips (AGL1K CSV shape) whose recordings are linked synthetic tones."""
     from storage import open_store
     from tests.storage.test_import_dataset import clip_row, write_csv
-    from workbench.importing.service import import_dataset
+    from workbench.importing.datasets import import_dataset
 
     media = tmp_path / "media"
     media.mkdir()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import json
 import threading
+import time
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -33,6 +34,11 @@ class FakeHTTPServer:
     """
 
     requests: list[Any] = field(default_factory=list)
+    # Every request's arrival and the moment its response was written, on the monotonic clock
+    # (a kill test compares them with its kills): [(event, time, request)], event "received" or "delivered".
+    timeline: list[tuple[str, float, Any]] = field(default_factory=list)
+    delay_s: float = 0.0  # every request waits this long before it is answered (a server that takes time)
+    _local: threading.local = field(default_factory=threading.local)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _server: ThreadingHTTPServer | None = None
 
@@ -85,6 +91,10 @@ class FakeHTTPServer:
     def _dispatch(self, handler: BaseHTTPRequestHandler, method: str) -> None:
         length = int(handler.headers.get("Content-Length") or 0)
         raw = handler.rfile.read(length) if length else b""
+        self._local.arrived = time.monotonic()
+        self._local.request = None
+        if self.delay_s:
+            time.sleep(self.delay_s)
         try:
             self._route(handler, method, handler.path.split("?", 1)[0], raw)
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (a time-out test): fine
@@ -95,8 +105,10 @@ class FakeHTTPServer:
         raise NotImplementedError
 
     def _record(self, request: Any) -> None:
+        self._local.request = request
         with self._lock:
             self.requests.append(request)
+            self.timeline.append(("received", getattr(self._local, "arrived", time.monotonic()), request))
 
     def _take(self, queue: deque[str] | None, default: str = "ok", *, sticky: tuple[str, ...] = ()) -> str:
         """The next scripted behaviour of ``queue`` (``default`` once it is empty).
@@ -120,6 +132,11 @@ class FakeHTTPServer:
             handler.send_header(name, value)
         handler.end_headers()
         handler.wfile.write(data)
+        handler.wfile.flush()
+        request = getattr(self._local, "request", None)
+        if request is not None:
+            with self._lock:
+                self.timeline.append(("delivered", time.monotonic(), request))
 
 
 @contextmanager

@@ -314,7 +314,8 @@ def _run_sync(
     status = "failed"
     run: JudgeRun | None = None
     try:
-        run = new_run(store, plan.judge, selection, "sync", "running")
+        run = write_waiting(lambda: new_run(store, plan.judge, selection, "sync", "running"), task=task,
+                            what=f"judge {plan.judge.name}: the run's record")
         summary.run_id = run.id
         summary.mode = "sync"
         questions = JudgeQuestions(store, config, plan, provider, run, summary)

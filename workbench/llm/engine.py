@@ -214,6 +214,9 @@ class Campaign(Generic[Item, Outcome]):
                 *, note: dict[str, Any] | None = None) -> Call[Reply]:
         """Send one request with the engine's retries; the reply is journaled before it is returned.
 
+        The journal entry is ``note`` plus the attempts, the latency and ``record(reply)`` (a dict
+        the kind reads back in :meth:`QuestionKind.replay`).
+
         Raises
         ------
         GaveUp
@@ -251,7 +254,7 @@ class Campaign(Generic[Item, Outcome]):
             latency = time.monotonic() - started
             with self._count_lock:
                 self.replies += 1
-            self.keep(key, {**(note or {}), "attempts": attempts, "latency_s": latency, "reply": record(reply)})
+            self.keep(key, {**(note or {}), "attempts": attempts, "latency_s": latency, **record(reply)})
             return Call(reply, attempts, latency)
 
     def keep(self, key: str, entry: dict[str, Any]) -> None:
