@@ -176,7 +176,59 @@ def _environment_failure(exc: Exception) -> str | None:
         return f"the project store refused the operation ({cause}): {hint}. Nothing was changed by it."
     if isinstance(exc, OSError) and exc.filename is not None:
         return f"{exc.filename}: {exc.strerror or exc}"
+    if isinstance(exc, OSError) and exc.errno is not None:  # a full disk met outside a named file
+        return f"the system refused the operation ({exc.strerror or exc}); nothing half-written was kept"
     return None
+
+
+def _wants_json(args: list[str]) -> bool:
+    """Whether ``--json`` is among the global options (hoisted to the front of ``args``)."""
+    i = 0
+    while i < len(args) and args[i].split("=", 1)[0] in _GLOBAL_OPTIONS:
+        if args[i] == "--json":
+            return True
+        i += 2 if _GLOBAL_OPTIONS[args[i].split("=", 1)[0]] and "=" not in args[i] else 1
+    return False
+
+
+def _one_line(message: str) -> str:
+    """A message as one line: every handled error is one line on stderr (a driver's message may span several)."""
+    return " ".join(part.strip() for part in str(message).splitlines() if part.strip()) or "failed"
+
+
+def report_error(message: str, *, exit_code: int = 1, json_output: bool = False) -> int:
+    """Print a handled error: one line on stderr, and with ``--json`` one JSON object on stdout."""
+    line = _one_line(message)
+    sys.stderr.write(f"aglw: error: {line}\n")
+    sys.stderr.flush()
+    if json_output:
+        import json
+
+        sys.stdout.write(json.dumps({"error": line, "exit_code": exit_code}, ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+    return exit_code
+
+
+def _click_exceptions() -> tuple[type[BaseException], ...]:
+    """Click's exception base classes: typer ships its own copy of click beside any installed one."""
+    import importlib
+
+    found = []
+    for name in ("typer._click.exceptions", "click.exceptions"):
+        try:
+            found.append(importlib.import_module(name).ClickException)
+        except (ImportError, AttributeError):
+            continue
+    return tuple(found)
+
+
+def _usage_error(exc: Any) -> str:
+    """A click usage error as one line, with where to find help."""
+    message = exc.format_message()
+    ctx = getattr(exc, "ctx", None)
+    if ctx is not None:
+        message = f"{message.rstrip('.')} (see `{ctx.command_path} --help`)"
+    return message
 
 
 # Start-up creates only long-lived objects (modules, classes, the table mappers): collecting them
@@ -202,28 +254,34 @@ def main(argv: list[str] | None = None) -> int:
     """Console entry point: handled errors print one line on stderr and exit 1."""
     if argv is None:  # a process of its own (tests calling main() keep their collector as it is)
         _pause_garbage_collection()
+    json_output = False
     try:
         # The click command tree is built once (typer's app() would build it a second time:
         # ~0.1 s of every start-up, measured by bench/bench_p11_startup.py).
         command = typer.main.get_command(app)
         args = hoist_global_options(list(sys.argv[1:] if argv is None else argv), command)
-        command(args=args, standalone_mode=True)
+        json_output = _wants_json(args)
+        # Not standalone: usage errors come here and are printed as one line like every other error.
+        code = command(args=args, standalone_mode=False)
+        return code if isinstance(code, int) else 0
     except SystemExit as exc:
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 1)
+    except _click_exceptions() as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":  # `aglw` alone, `aglw study`: the help, exit 2
+            exc.show()
+            return exc.exit_code
+        return report_error(_usage_error(exc), exit_code=exc.exit_code, json_output=json_output)
     except (AglwError, StoreError) as exc:
-        sys.stderr.write(f"aglw: error: {exc}\n")
-        return 1
+        return report_error(str(exc), json_output=json_output)
     except Exception as exc:
         message = _environment_failure(exc)
         if message is None:
             raise
-        sys.stderr.write(f"aglw: error: {message}\n")
-        return 1
+        return report_error(message, json_output=json_output)
     except KeyboardInterrupt:
         sys.stderr.write("aglw: interrupted; completed work is saved, rerun to resume\n")
         return 130
-    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

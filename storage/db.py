@@ -151,6 +151,32 @@ class Store:
         self.engine.dispose()
 
 
+# The first 16 bytes of every SQLite database file.
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def check_sqlite_file(path: Path) -> None:
+    """Refuse an existing ``path`` that is not an SQLite database: an empty file, a text file, a folder.
+
+    Opening such a file would silently turn it into a new project (``--db notes.txt``); a path
+    that does not exist yet is left to the caller (only the commands that create projects may).
+    """
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(len(SQLITE_HEADER))
+    except FileNotFoundError:
+        return
+    except IsADirectoryError as exc:
+        raise StoreError(f"--db {path} is a folder, not an AGL Workbench project file; check --db") from exc
+    except OSError as exc:
+        raise StoreError(f"cannot read project file {path} ({exc.strerror or exc}); check --db") from exc
+    if head == SQLITE_HEADER:
+        return
+    what = "an empty file" if not head else "not an SQLite database"
+    raise StoreError(f"project file {path} is {what}, not an AGL Workbench project; check --db (a new project "
+                     "is made by `aglw import dataset` or `aglw demo` at a path that does not exist yet)")
+
+
 def create_store_engine(url: str, *, busy_timeout_s: float = 15.0) -> Engine:
     """Create an engine with the project's connection settings."""
     backend = make_url(url).get_backend_name()
@@ -193,6 +219,9 @@ def open_store(db: str | Path, *, migrate: bool = True, busy_timeout_s: float = 
         The database cannot be opened or is not an AGL Workbench project.
     """
     url = resolve_url(db)
+    path = _sqlite_path(url)
+    if path is not None:
+        check_sqlite_file(path)
     engine = create_store_engine(url, busy_timeout_s=busy_timeout_s)
     store = Store(url=url, engine=engine)
     try:
@@ -216,7 +245,9 @@ def open_store(db: str | Path, *, migrate: bool = True, busy_timeout_s: float = 
             run_migrations(store)
     except OperationalError as exc:
         engine.dispose()
-        raise StoreError(f"cannot open {_describe(url)}: {exc.orig}") from exc
+        # the driver's message spans lines (psycopg adds "Is the server running ...?"): one line
+        reason = " ".join(line.strip() for line in str(exc.orig).splitlines() if line.strip())
+        raise StoreError(f"cannot open {_describe(url)}: {reason}") from exc
     except DatabaseError as exc:
         engine.dispose()
         raise StoreError(

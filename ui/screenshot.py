@@ -10,6 +10,7 @@ from storage import open_store
 from workbench.audio.playback import NullSink, Player
 from workbench.errors import AglwError
 from workbench.labels import AnnotatorInfo, LabelService
+from workbench.outputs import check_file_target, output_file
 
 
 def render_screenshot(db: str, clip_key: str, out: Path, size: tuple[int, int] = (1600, 1000),
@@ -24,9 +25,7 @@ def render_screenshot(db: str, clip_key: str, out: Path, size: tuple[int, int] =
     expert exists, else as a viewer who is not stored (no annotator row is added). An existing
     ``out`` is refused unless ``overwrite``.
     """
-    out = Path(out)
-    if out.exists() and not overwrite:
-        raise AglwError(f"{out} exists; pass --force to replace it, or choose another --out")
+    out = check_file_target(out, force=overwrite)  # before the window is built; links never followed
     from ui.app import ensure_application
     from ui.main_window import MainWindow
 
@@ -43,12 +42,14 @@ def render_screenshot(db: str, clip_key: str, out: Path, size: tuple[int, int] =
         window.open_clip(window.review.clip_id_for_key(clip_key))
         for _ in range(3):
             app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
-        out.parent.mkdir(parents=True, exist_ok=True)
         target = window if view == "review" else window.cockpit.detach(view, size)
         for _ in range(3):
             app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
-        if not target.grab().save(str(out), "PNG"):
-            raise AglwError(f"{out}: could not write the PNG; check the folder is writable")
+        picture = target.grab()
+        # Qt writes to the temporary file beside ``out``, which then replaces ``out`` (or a link there)
+        with output_file(out, force=overwrite, suffix=".png") as temporary:
+            if not picture.save(str(temporary), "PNG"):
+                raise AglwError(f"{out}: could not write the PNG; check the folder is writable and has space")
         return out
     finally:
         if window is not None:

@@ -5,11 +5,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import json
-import os
 import platform
 import re
-import shutil
-import tempfile
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,7 +17,8 @@ import pandas as pd
 import workbench
 from workbench.agreement import minimums
 from workbench.agreement.units import CODING_DECISIONS, LABELS, RATING_COLUMNS, RatingData
-from workbench.errors import AglwError
+from workbench import escaping
+from workbench.outputs import check_folder_target, output_folder
 
 TOOL = "agl-workbench aglw agreement"
 MANIFEST = "manifest.json"
@@ -97,10 +95,6 @@ def summary_table(coefficients: pd.DataFrame) -> pd.DataFrame:
     return table.reset_index(drop=True)
 
 
-def _latex_escape(text: str) -> str:
-    return re.sub(r"([&%$#_{}])", r"\\\1", text).replace("~", r"\textasciitilde{}").replace("|", r"\textbar{}")
-
-
 def _write_tables(out: Path, long: pd.DataFrame, coefficients: pd.DataFrame) -> list[str]:
     from workbench import extras
 
@@ -119,9 +113,12 @@ def _write_tables(out: Path, long: pd.DataFrame, coefficients: pd.DataFrame) -> 
     markdown = ["# Agreement summary (all units; 95 % cluster-bootstrap percentile intervals)", "",
                 minimums.describe_text(), ""]
     for label, part in summary.groupby("label", sort=True):
-        markdown += [f"## {label}", "", part.drop(columns="label").to_markdown(index=False), ""]
+        cells = part.drop(columns="label").map(escaping.markdown)
+        cells.columns = [escaping.markdown(c) for c in cells.columns]
+        markdown += [f"## {escaping.markdown(label)}", "", cells.to_markdown(index=False), ""]
     (out / "tables.md").write_text("\n".join(markdown), encoding="utf-8")
-    escaped = summary.map(lambda v: _latex_escape(str(v)))
+    escaped = summary.map(escaping.latex)
+    escaped.columns = [escaping.latex(c) for c in escaped.columns]
     latex = escaped.to_latex(index=False, escape=False, caption="Agreement (all units); 95\\% cluster-bootstrap intervals",
                              label="tab:agreement", longtable=True)
     (out / "tables.tex").write_text(latex, encoding="utf-8")
@@ -278,9 +275,10 @@ def write_bundle(
     if retest_long is not None:
         retest_long.to_csv(out / "ratings_retest.csv", index=False)
         files.append("ratings_retest.csv")
-    files += _confusion_figures(out, data.ratings)
-    files += _per_category_figure(out, coefficients)
-    files += _bland_altman_figure(out, data.ratings)
+    with escaping.plain_figure_text():  # names with $ are text, not mathtext
+        files += _confusion_figures(out, data.ratings)
+        files += _per_category_figure(out, coefficients)
+        files += _bland_altman_figure(out, data.ratings)
     raters = (data.ratings.drop_duplicates("rater")[["rater", "rater_kind"]]
               .sort_values("rater").to_dict(orient="records"))
     if reveal_annotators:
@@ -337,54 +335,27 @@ def _earlier_bundle(out: Path) -> list[Path] | None:
     return found
 
 
-def check_bundle_target(out: Path, *, replace: bool) -> list[Path]:
-    """Refuse a target that would lose data; return the earlier bundle's files to replace (if any).
+def _holds_earlier_bundle(out: Path) -> bool:
+    return _earlier_bundle(out) is not None
+
+
+def check_bundle_target(out: Path, *, replace: bool) -> None:
+    """Refuse a target that would lose data (the rules of :mod:`workbench.outputs`).
 
     The bundle goes into a new or empty folder.  A folder holding an earlier agreement bundle
     (and nothing else) is replaced only with ``replace`` (``--force``); any other non-empty
-    folder, and a file, are refused even then.
+    folder, a file and a dangling link are refused even then; a link is never written through.
     """
-    if out.exists() and not out.is_dir():
-        raise AglwError(f"{out} is a file; --out takes a folder for the bundle: choose a new or empty folder")
-    if not out.exists() or not any(out.iterdir()):
-        return []
-    earlier = _earlier_bundle(out)
-    if earlier is None:
-        raise AglwError(f"{out} is not empty; choose a new or empty folder for the agreement bundle "
-                        "(--force replaces only an earlier agreement bundle)")
-    if not replace:
-        raise AglwError(f"{out} holds an earlier agreement bundle; pass --force to replace it, "
-                        "or choose a new or empty folder")
-    return earlier
+    check_folder_target(out, force=replace, earlier=_holds_earlier_bundle, what="agreement bundle")
 
 
 def write_bundle_into(out: Path, write, *, replace: bool) -> Manifest:
     """Run ``write(folder)`` (which writes a bundle and returns its manifest) so that ``out`` ends
     up holding exactly the new bundle.
 
-    The bundle is written into a temporary folder beside ``out`` first: if writing fails,
-    ``out`` is untouched.  Only then are an earlier bundle's files (``replace``) removed and the
-    new files moved in.
+    The bundle is written into a staging folder beside ``out`` first and swapped in whole: if
+    writing fails (a full disk: one line), ``out`` is untouched.
     """
-    earlier = check_bundle_target(out, replace=replace)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    with output_folder(out, force=replace, earlier=_holds_earlier_bundle, what="agreement bundle") as staging:
         manifest = write(staging)
-        check_bundle_target(out, replace=replace)  # nothing appeared there meanwhile
-        for path in earlier:
-            path.unlink(missing_ok=True)
-        for folder in sorted((p for p in out.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
-            if not any(folder.iterdir()):
-                folder.rmdir()
-        out.mkdir(parents=True, exist_ok=True)
-        # the manifest last: a folder with a manifest holds a whole bundle
-        for path in sorted(staging.rglob("*"), key=lambda p: (p.name == MANIFEST, p.as_posix())):
-            if path.is_dir():
-                continue
-            target = out / path.relative_to(staging)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(path, target)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     return manifest

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -122,9 +121,9 @@ def export_predictions(store: Any, model: str, out: str | Path, *, overwrite: bo
 
     from storage.models import AlmRun, Clip, Prediction
 
-    path = Path(out)
-    if path.exists() and not overwrite:
-        raise InputError(f"{path} exists; pass --force to replace it")
+    from workbench.outputs import check_file_target, output_file
+
+    path = check_file_target(out, force=overwrite)  # refused before any work; a link is never written through
     with store.session() as session:
         run = session.execute(select(AlmRun).where(AlmRun.model == model)).scalars().first()
         if run is None:
@@ -138,8 +137,7 @@ def export_predictions(store: Any, model: str, out: str | Path, *, overwrite: bo
         ).all()
     if not rows:
         raise InputError(f"model {model!r} has no predictions to export")
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
+    with output_file(path, force=overwrite) as tmp:
         with tmp.open("w", encoding="utf-8") as handle:
             for prediction, description, title in rows:
                 record = {
@@ -163,8 +161,4 @@ def export_predictions(store: Any, model: str, out: str | Path, *, overwrite: bo
                     "seed": prediction.seed,
                 }
                 handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise InputError(f"{path}: cannot write the export ({exc.strerror or exc})") from exc
     return ExportResult(path=path, n_records=len(rows), model=model)

@@ -20,8 +20,6 @@ import hashlib
 import io
 import json
 import math
-import os
-import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -35,6 +33,7 @@ from storage.models import Clip
 from workbench.curation import service
 from workbench.curation.selection import stored_selection
 from workbench.errors import AglwError
+from workbench.outputs import check_file_targets, write_text
 
 AGL1K_HEADER = (
     "key", "short_key", "longitude", "latitude", "altitude", "description", "title", "mp3name", "mp3seconds",
@@ -90,20 +89,6 @@ def render_csv(rows: list[dict[str, Any]]) -> str:
     return buffer.getvalue()
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
-            stream.write(text)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
 def export_selection(
     store: Store, path: str | Path, *, selection_id: int | None = None, overwrite: bool = False
 ) -> ExportResult:
@@ -126,8 +111,10 @@ def export_selection(
     target = Path(path)
     if not overwrite:
         for existing in (target, manifest_path_for(target)):
-            if existing.exists() or existing.is_symlink():
+            if existing.exists():
                 raise TargetExists(existing)
+    # the rules every output follows (workbench/outputs.py): no dangling link, no folder, no link followed
+    check_file_targets([target, manifest_path_for(target)], force=overwrite)
     with store.session() as s:
         chosen = stored_selection(s, selection_id)
         clip_ids = [int(c) for c in chosen.clip_ids or []]
@@ -165,6 +152,6 @@ def export_selection(
         "keys": [r["key"] for r in rows],
     }
     manifest_path = manifest_path_for(target)
-    _atomic_write(target, text)
-    _atomic_write(manifest_path, json.dumps(manifest, ensure_ascii=False, indent=2, default=str) + "\n")
+    write_text(target, text, force=overwrite)
+    write_text(manifest_path, json.dumps(manifest, ensure_ascii=False, indent=2, default=str) + "\n", force=overwrite)
     return ExportResult(csv_path=target, manifest_path=manifest_path, n_rows=len(rows), selection_id=int(chosen.id))

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -26,6 +24,7 @@ from workbench.events.starss23 import (
     rows_to_events,
 )
 from workbench.labels import clip_id_for_key
+from workbench.outputs import check_file_target, write_text
 from workbench.tasks import TaskContext
 
 
@@ -69,27 +68,12 @@ def import_events_file(
                         "dcase2024" if metadata.has_distance else "dcase2023", uids, dry_run)
 
 
-def _write_text(out: Path, text: str, *, force: bool) -> None:
-    """Write ``text`` to ``out`` atomically; an existing file is replaced only with ``force``."""
-    if out.exists() and not force:
-        raise InputError(f"{out} exists; pass --force to replace it")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def export_events_file(
     store: Store, clip_key: str, out: str | Path, *, annotator_id: int | None = None,
     class_names: Sequence[str] = STARSS23_CLASSES, force: bool = False,
 ) -> dict[str, Any]:
     """Write a clip's events (of one annotator) as a STARSS23/DCASE metadata file."""
-    out = Path(out)
+    out = check_file_target(out, force=force)  # refused before any work; a link is never written through
     clip_id = clip_id_for_key(store, clip_key)
     events = EventService(store).events(clip_id, annotator_id)
     annotators = {e.annotator_id for e in events}
@@ -98,7 +82,7 @@ def export_events_file(
             f"clip {clip_key} has events by {len(annotators)} annotators; pass --annotator NAME to export one's"
         )
     rows, has_distance = events_to_rows(events, tuple(class_names))
-    _write_text(out, format_rows(rows, has_distance), force=force)
+    write_text(out, format_rows(rows, has_distance), force=force)
     return {"clip_key": clip_key, "file": str(out), "n_events": len(events), "n_rows": len(rows),
             "format": "dcase2024" if has_distance else "dcase2023"}
 
@@ -168,7 +152,7 @@ def write_questions(
     """Spatial QA (JSON Lines) from the events of the given clips (None: every clip with events)."""
     from workbench.events.qa import ClipEvents, generate_questions
 
-    out = Path(out)
+    out = check_file_target(out, force=force)  # refused before any work; a link is never written through
     keys = list(clip_keys) if clip_keys else clips_with_events(store)
     if not keys:
         raise InputError("no clip has events yet; annotate or `aglw events import` first")
@@ -180,7 +164,7 @@ def write_questions(
         info = clip_info(store, clip_id)
         clips.append(ClipEvents(key, clip_audio_path(store, clip_id) or info.audio_path, info.duration_s, events))
     questions = generate_questions(clips)
-    _write_text(out, "".join(json.dumps(q, ensure_ascii=False) + "\n" for q in questions), force=force)
+    write_text(out, "".join(json.dumps(q, ensure_ascii=False) + "\n" for q in questions), force=force)
     per_type: dict[str, int] = {}
     for q in questions:
         per_type[q["question_type"]] = per_type.get(q["question_type"], 0) + 1

@@ -11,12 +11,12 @@ them back gives the same rows (export → import is exact).
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
 from workbench.errors import InputError
+from workbench.strict_numbers import INT64_MAX, parse_float, parse_int
 from workbench.events.model import (
     FRAME_S,
     STARSS23_CLASSES,
@@ -26,6 +26,8 @@ from workbench.events.model import (
 )
 
 COLUMNS_2023 = ("frame", "class", "source", "azimuth", "elevation")
+# A distance beyond this (1,000 km in cm) is a broken value, not a sound source.
+MAX_DISTANCE_CM = 1e8
 COLUMNS_2024 = (*COLUMNS_2023, "distance")
 
 
@@ -55,27 +57,12 @@ class MetadataFile:
         return max((r.frame for r in self.rows), default=None)
 
 
-def _number(text: str, where: str, field: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise InputError(f"{where}: {field} {text!r} is not a number") from None
-    if not math.isfinite(value):
-        raise InputError(f"{where}: {field} {text!r} is not a finite number")
-    return value
+def _number(text: str, where: str, field: str, low: float, high: float) -> float:
+    return parse_float(text, where, field, minimum=low, maximum=high)
 
 
 def _integer(text: str, where: str, field: str, *, minimum: int = 0) -> int:
-    if text.isdigit():  # the common case, checked cheaply
-        number = int(text)
-    else:
-        value = text.strip()
-        if not value.lstrip("+-").isdigit():
-            raise InputError(f"{where}: {field} {text!r} must be a whole number")
-        number = int(value)
-    if number < minimum:
-        raise InputError(f"{where}: {field} {number} must be >= {minimum}")
-    return number
+    return parse_int(text, where, field, minimum=minimum, maximum=INT64_MAX)
 
 
 def parse_metadata_text(
@@ -113,12 +100,13 @@ def parse_metadata_text(
     rows: list[MetadataRow] = []
     width: int | None = None
     seen: dict[tuple[int, int, int], int] = {}
-    isfinite = math.isfinite
-    for line_no, raw in enumerate(text.splitlines(), start=1):
+    # Physical lines: "\n", "\r\n" or "\r" end one (str.splitlines would also split at form
+    # feeds and U+2028 and count lines no editor shows).
+    for line_no, raw in enumerate(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"), start=1):
         # Fast path for a well-formed row (80,000 rows of an evaluation are read in a blink);
         # anything unusual falls through to the checks below, which name the problem.
         fields = raw.split(",")
-        if line_no > 1 and len(fields) == width and (width == 5 or width == 6):
+        if line_no > 1 and len(fields) == width and (width == 5 or width == 6) and raw.isascii():
             try:
                 frame, class_index, source = int(fields[0]), int(fields[1]), int(fields[2])
                 azimuth, elevation = float(fields[3]), float(fields[4])
@@ -128,9 +116,9 @@ def parse_metadata_text(
             else:
                 key = (frame, class_index, source)
                 if (
-                    frame >= 0 and 0 <= class_index < n_classes and source >= 0
+                    0 <= frame <= INT64_MAX and 0 <= class_index < n_classes and 0 <= source <= INT64_MAX
                     and -180.0 <= azimuth <= 180.0 and -90.0 <= elevation <= 90.0
-                    and (distance is None or (distance >= 0 and isfinite(distance)))
+                    and (distance is None or (0 <= distance <= MAX_DISTANCE_CM))
                     and (n_frames is None or frame < n_frames) and key not in seen
                     and "_" not in raw  # int() and float() accept 1_000; the format does not
                 ):
@@ -165,17 +153,15 @@ def parse_metadata_text(
         if class_index >= n_classes:
             raise InputError(f"{where}: class {class_index} is unknown (the class list has {n_classes} classes, 0-{n_classes - 1})")
         source = _integer(fields[2], where, "source")
-        azimuth = _number(fields[3], where, "azimuth")
-        if not -180.0 <= azimuth <= 180.0:
-            raise InputError(f"{where}: azimuth {fields[3]} is outside [-180, 180]")
-        elevation = _number(fields[4], where, "elevation")
-        if not -90.0 <= elevation <= 90.0:
-            raise InputError(f"{where}: elevation {fields[4]} is outside [-90, 90]")
+        azimuth = _number(fields[3], where, "azimuth", -180.0, 180.0)
+        elevation = _number(fields[4], where, "elevation", -90.0, 90.0)
         distance = None
         if len(fields) == 6:
-            distance = _number(fields[5], where, "distance")
+            distance = parse_float(fields[5], where, "distance")
             if distance < 0:
                 raise InputError(f"{where}: distance {fields[5]} cm is negative")
+            if distance > MAX_DISTANCE_CM:
+                raise InputError(f"{where}: distance {fields[5]} cm is beyond {MAX_DISTANCE_CM:.0f} cm (1,000 km)")
         if n_frames is not None and frame >= n_frames:
             raise InputError(
                 f"{where}: frame {frame} ({frame * FRAME_S:.1f} s) is past the clip's end "

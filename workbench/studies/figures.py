@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from workbench.escaping import plain_figure_text
+from workbench.outputs import check_folder_target, output_folder
 from workbench.studies.error_modes import MODES, TAXONOMY
 from workbench.studies.sensitivity import SweepResult
 
@@ -37,6 +39,7 @@ def safe_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "figure"
 
 
+@plain_figure_text()  # a name with $ is text, never mathtext
 def sensitivity_heatmaps(result: SweepResult) -> bytes:
     """Jaccard with the stored selection over γ × α, one panel per θ (up to 3: lowest, stored, highest)."""
     table = result.table
@@ -69,15 +72,32 @@ def sensitivity_heatmaps(result: SweepResult) -> bytes:
     return buffer.getvalue()
 
 
-def write_sensitivity(out: Path, result: SweepResult) -> list[str]:
-    """Write ``sensitivity.csv`` and ``sensitivity_heatmap.png`` into ``out``; returns their paths."""
+SENSITIVITY_FILES = ("sensitivity.csv", "sensitivity_heatmap.png")
+
+
+def _holds_earlier_sweep(out: Path) -> bool:
+    return all(p.name in SENSITIVITY_FILES for p in out.iterdir())
+
+
+def check_sensitivity_target(out: Path, *, force: bool) -> None:
+    """Refuse ``out`` before the sweep runs (the rules of :mod:`workbench.outputs`)."""
+    check_folder_target(out, force=force, earlier=_holds_earlier_sweep, what="sensitivity sweep")
+
+
+def write_sensitivity(out: Path, result: SweepResult, *, force: bool = False) -> list[str]:
+    """Write ``sensitivity.csv`` and ``sensitivity_heatmap.png`` as the folder ``out``; returns their paths.
+
+    ``out`` is new or empty, or (with ``force``) holds an earlier sweep and nothing else.
+    """
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    result.table.to_csv(out / "sensitivity.csv", index=False)
-    (out / "sensitivity_heatmap.png").write_bytes(sensitivity_heatmaps(result))
-    return [str(out / "sensitivity.csv"), str(out / "sensitivity_heatmap.png")]
+    picture = sensitivity_heatmaps(result)
+    with output_folder(out, force=force, earlier=_holds_earlier_sweep, what="sensitivity sweep") as staging:
+        result.table.to_csv(staging / SENSITIVITY_FILES[0], index=False)
+        (staging / SENSITIVITY_FILES[1]).write_bytes(picture)
+    return [str(out / name) for name in SENSITIVITY_FILES]
 
 
+@plain_figure_text()  # a name with $ is text, never mathtext
 def error_mode_bars(shares: pd.DataFrame, breakdown: str = "all") -> bytes:
     """Error-mode shares per ALM (the paper's figure), or per group of a breakdown."""
     part = shares[shares["breakdown"] == breakdown]
@@ -103,6 +123,7 @@ def error_mode_bars(shares: pd.DataFrame, breakdown: str = "all") -> bytes:
     return _png(fig)
 
 
+@plain_figure_text()  # a name with $ is text, never mathtext
 def baseline_forest(baseline: pd.DataFrame, label: str) -> bytes:
     """Each rater pair's headline coefficient with its cluster-bootstrap interval, grouped by section."""
     part = baseline[baseline["label"] == label].reset_index(drop=True)
@@ -134,6 +155,7 @@ def baseline_forest(baseline: pd.DataFrame, label: str) -> bytes:
     return _png(fig)
 
 
+@plain_figure_text()  # a name with $ is text, never mathtext
 def alt_test_bars(rows: list[dict]) -> bytes:
     """Winning rate and advantage probability of each tested candidate, per label; 0.5 marks a pass."""
     tested = [r for r in rows if not r.get("refused")]
@@ -155,6 +177,7 @@ def alt_test_bars(rows: list[dict]) -> bytes:
     return _png(fig)
 
 
+@plain_figure_text()  # a name with $ is text, never mathtext
 def confusion(table: pd.DataFrame, title: str) -> bytes:
     """A small confusion matrix with counts."""
     fig = _figure(3.6, 3.2)

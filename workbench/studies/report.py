@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from workbench import escaping
 from workbench.errors import AglwError, InputError
+from workbench.outputs import check_folder_target, output_folder
 
 if TYPE_CHECKING:
     from storage import Store
@@ -90,8 +92,7 @@ def _figure_html(png: bytes, caption: str) -> str:
 
 
 def _latex(frame: pd.DataFrame, caption: str, label: str) -> str:
-    def escape(text: str) -> str:
-        return "".join("\\" + ch if ch in "&%$#_{}" else ch for ch in text).replace("~", "\\textasciitilde{}")
+    escape = escaping.latex
 
     shown = frame.copy()
     for column in shown.columns:
@@ -189,16 +190,14 @@ details{margin:1em 0}summary{cursor:pointer;font-weight:600;font-size:.9em}img{m
 """
 
 
+def _holds_earlier_report(out: Path) -> bool:
+    """Whether ``out`` holds an earlier study report and nothing else (so --force may replace it)."""
+    ours = {REPORT, "report.json", "tables"}
+    return (out / REPORT).exists() and all(p.name in ours for p in out.iterdir())
+
+
 def _check_target(out: Path, replace: bool) -> None:
-    if out.exists() and not out.is_dir():
-        raise AglwError(f"{out} is a file; --out takes a folder for the report")
-    if out.exists() and any(out.iterdir()):
-        ours = {REPORT, "report.json", "tables"}
-        if not (out / REPORT).exists() or any(p.name not in ours for p in out.iterdir()):
-            raise AglwError(f"{out} is not empty; choose a new or empty folder for the study report "
-                            "(--force replaces only an earlier study report)")
-        if not replace:
-            raise AglwError(f"{out} holds an earlier study report; pass --force to replace it, or choose a new folder")
+    check_folder_target(out, force=replace, earlier=_holds_earlier_report, what="study report")
 
 
 def _within(task: TaskContext | None) -> TaskContext | None:
@@ -323,11 +322,9 @@ def write_report(
         task.advance()
 
     step("write")
-    staging = out.parent / f".{out.name}.partial"
-    import shutil
-
-    shutil.rmtree(staging, ignore_errors=True)
-    try:
+    # Built in a staging folder and swapped in whole (workbench/outputs.py): a failure (a figure,
+    # a full disk: one line) leaves the earlier report as it was and nothing half-written beside it.
+    with output_folder(out, force=replace, earlier=_holds_earlier_report, what="study report") as staging:
         (staging / "tables").mkdir(parents=True)
         tables: dict[str, tuple[pd.DataFrame, str]] = {
             "alt_test": (_alt_frame(alt_rows), "Alternative Annotator Test per candidate and label"),
@@ -440,19 +437,6 @@ def write_report(
                              n_figures=n_figures, tables=written, methods=methods, alt_tests=alt_rows)
         (staging / "report.json").write_text(json.dumps(_finite(report.to_dict()), indent=2, default=str,
                                                         ensure_ascii=False, allow_nan=False), encoding="utf-8")
-        _check_target(out, replace)  # again: the folder may have been filled meanwhile
-    except BaseException:
-        # a failure while writing (a figure, a full disk) leaves no half-written copy beside the folder
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    # The finished report replaces the folder's content only now, and by renames: the earlier
-    # report stays whole until the new one takes its place (a failure above leaves it as it was).
-    earlier = out.parent / f".{out.name}.earlier"
-    shutil.rmtree(earlier, ignore_errors=True)
-    if out.exists():
-        out.rename(earlier)
-    staging.rename(out)
-    shutil.rmtree(earlier, ignore_errors=True)
     if task is not None:
         task.advance()
     return report

@@ -1,0 +1,106 @@
+"""Text from data made inert for LaTeX, Markdown and figures (workbench/escaping.py, issue 28)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from workbench import escaping
+
+# Names a user, a dataset or an ALM's provider may give; each must reach a document as text.
+HOSTILE = (
+    r"gemini \input /etc/hostname \relax",
+    "qwen $0.5$",
+    "a|b",
+    "<script>alert(1)</script>",
+    r"\&",
+    "x^2",
+    "~home",
+    "100% sure",
+    "#1 {best}_model",
+    "ünïcødé 東京 🎧",
+    "line\nbreak\r\nagain",
+    r"$\frac{1}{0$",
+    "&amp; &lt;",
+)
+
+LATEX_SPECIALS = "&%$#_{}~^\\"
+
+
+def _latex_text(escaped: str) -> str:
+    """What a LaTeX run prints for ``escaped``, by undoing exactly the commands of the escape.
+
+    Fails the test when ``escaped`` holds any other command or an unescaped special character.
+    """
+    commands = {r"\&": "&", r"\%": "%", r"\$": "$", r"\#": "#", r"\_": "_", r"\{": "{", r"\}": "}",
+                r"\textasciitilde{}": "~", r"\textasciicircum{}": "^", r"\textbackslash{}": "\\"}
+    pattern = re.compile("|".join(re.escape(c) for c in sorted(commands, key=len, reverse=True)))
+    out, position = [], 0
+    for match in pattern.finditer(escaped):
+        plain = escaped[position:match.start()]
+        assert not any(ch in LATEX_SPECIALS for ch in plain), (escaped, plain)
+        out.append(plain + commands[match.group(0)])
+        position = match.end()
+    rest = escaped[position:]
+    assert not any(ch in LATEX_SPECIALS for ch in rest), (escaped, rest)
+    return "".join(out) + rest
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_latex_prints_every_hostile_name_literally(name: str) -> None:
+    escaped = escaping.latex(name)
+    assert "\n" not in escaped and "\r" not in escaped
+    assert _latex_text(escaped) == " ".join(name.replace("\r\n", "\n").split("\n"))
+
+
+def test_latex_escapes_all_ten_special_characters_once() -> None:
+    escaped = escaping.latex(LATEX_SPECIALS)
+    assert _latex_text(escaped) == LATEX_SPECIALS
+    assert r"\input" not in escaping.latex(r"\input /etc/hostname")
+    assert escaping.latex(r"\&") == r"\textbackslash{}\&"
+
+
+def _markdown_cells(row: str) -> list[str]:
+    """A Markdown table row's cells, split as GitHub-flavoured Markdown does (``\\|`` stays in the cell)."""
+    return [cell.strip() for cell in re.split(r"(?<!\\)\|", row.strip().strip("|"))]
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_markdown_cell_keeps_a_hostile_name_in_one_cell_without_html(name: str) -> None:
+    escaped = escaping.markdown(name)
+    row = f"| {escaped} | 0.5 |"
+    assert _markdown_cells(row) == [escaped, "0.5"]
+    assert "<" not in escaped and ">" not in escaped and "\n" not in escaped
+    # every backslash is escaped: the renderer shows the name's own backslashes
+    assert re.sub(r"\\[\\|]", "", escaped).count("\\") == 0
+
+
+def test_markdown_escapes_pipe_html_and_backslash() -> None:
+    assert escaping.markdown("a|b") == r"a\|b"
+    assert escaping.markdown("<b>") == "&lt;b&gt;"
+    assert escaping.markdown("\\") == "\\\\"
+    assert escaping.markdown("&amp;") == "&amp;amp;"
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_figure_text_is_drawn_literally(name: str) -> None:
+    """A label with ``$`` is neither parsed as mathtext (a crash for ``$\\frac{1}{0$``) nor rendered as math."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    from matplotlib.figure import Figure
+
+    with escaping.plain_figure_text():
+        fig = Figure()
+        ax = fig.add_subplot()
+        ax.bar([0, 1], [1, 2], label=escaping.figure_label(name))
+        ax.set_xticks([0, 1], [escaping.figure_label(name), "b"])
+        ax.set_title(escaping.figure_label(name))
+        ax.legend()
+        fig.savefig(io.BytesIO(), format="png")
+    texts = [t for t in fig.findobj(matplotlib.text.Text) if t.get_text()]
+    assert any(t.get_text() == escaping.figure_label(name) for t in texts)
+    assert all(not t.get_parse_math() for t in texts)
