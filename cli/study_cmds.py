@@ -9,6 +9,7 @@ import typer
 
 from cli.context import app_context, emit_json, run_task, say, show
 from workbench.errors import AglwError
+from workbench.studies.taxonomy import MODES, RIGHT_RADIUS_KM
 
 
 def register(app: typer.Typer) -> None:
@@ -133,12 +134,11 @@ def register(app: typer.Typer) -> None:
         clip: str = typer.Option(..., "--clip", help="Clip key of the ALM answer."),
         alm: str = typer.Option(..., "--alm", help="The ALM (model name of its run) that gave the answer."),
         modes: Optional[str] = typer.Option(
-            None, "--modes", help="Comma-separated modes (language_ambiguity, over_commitment, over_reasoning, "
-            "bird_bias, label_misidentification, educated_guess, refusal, other), or 'none' to clear."),
+            None, "--modes", help=f"Comma-separated modes ({', '.join(MODES)}), or 'none' to clear."),
         note: Optional[str] = typer.Option(None, "--note", help="What went wrong (required with 'other')."),
         expect_version: Optional[int] = typer.Option(None, "--expect-version", min=0,
                                                      help="Only write if the stored row still has this version."),
-        force: bool = typer.Option(False, "--force", help="Tag an answer within 1,000 km of the truth anyway."),
+        force: bool = typer.Option(False, "--force", help=f"Tag an answer within {RIGHT_RADIUS_KM:,.0f} km of the truth anyway."),
     ) -> None:
         """Tag an ALM answer with error modes (AGL1K's taxonomy); kept in the label history."""
         from workbench.labels import UNSET, LabelService
@@ -240,7 +240,7 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         alm: str = typer.Option(..., "--alm", help="The ALM whose wrong or refused answers are judged."),
         judges: Optional[str] = typer.Option(None, "--judges", help="Comma-separated judge names (default: the trio)."),
-        gamma: float = typer.Option(1000.0, "--gamma", help="An answer at least this far off (km) is wrong."),
+        gamma: float = typer.Option(RIGHT_RADIUS_KM, "--gamma", help="An answer at least this far off (km) is wrong."),
         limit: Optional[int] = typer.Option(None, "--limit", min=0, help="At most this many answers."),
         base_url: Optional[str] = typer.Option(None, "--base-url", help="Another API endpoint (proxy or test server)."),
     ) -> None:

@@ -27,6 +27,7 @@ from workbench.attribution.config import JudgeConfig
 from workbench.attribution.prompts import COT_END, RenderedPrompt, load_template, request_fingerprint
 from workbench.errors import InputError
 from workbench.studies.error_modes import ErrorModeService, canonical_modes, wrong_answers
+from workbench.studies.taxonomy import MODES
 
 if TYPE_CHECKING:
     from workbench.attribution.providers import ProviderReply
@@ -35,8 +36,8 @@ if TYPE_CHECKING:
 
 PROMPT_VERSION = "error-modes-v1"
 
-Mode = Literal["language_ambiguity", "over_commitment", "over_reasoning", "bird_bias", "label_misidentification",
-               "educated_guess", "refusal", "other"]
+# The reply schema's enum is the taxonomy itself (a tuple inside Literal[...] is its values).
+Mode = Literal[MODES]  # type: ignore[valid-type]
 
 
 class ErrorModeReply(BaseModel):
