@@ -246,7 +246,7 @@ def test_cli_metrics_match_hand_computation(hand_db, capsys):
 
 
 def test_cli_leaderboard_profiles_and_groups(hand_db, capsys):
-    rows = run_json(capsys, hand_db, "leaderboard")
+    rows = run_json(capsys, hand_db, "leaderboard")["rows"]
     assert [(r["model"], r["profile"]) for r in rows] == [
         ("perfect", "agl1k"), ("toy", "agl1k"), ("perfect", "iso"), ("toy", "iso")]
     perfect = rows[0]
@@ -254,7 +254,7 @@ def test_cli_leaderboard_profiles_and_groups(hand_db, capsys):
     assert perfect["distance_error_km"] == 0 and perfect["within_1km"] == 1.0
     assert perfect["country_acc"] == 1.0 and perfect["reject_rate"] == 0.0
 
-    speech = run_json(capsys, hand_db, "leaderboard", "--profile", "agl1k", "--by", "speech")
+    speech = run_json(capsys, hand_db, "leaderboard", "--profile", "agl1k", "--by", "speech")["rows"]
     toy = {r["group"]: r for r in speech if r["model"] == "toy"}
     assert set(toy) == {"speech", "no speech"}
     assert toy["speech"]["n"] == 3  # k1 (1.0), k3 (0.1: >= 0.1), k5 (0.5)
@@ -264,14 +264,14 @@ def test_cli_leaderboard_profiles_and_groups(hand_db, capsys):
     assert toy["no speech"]["distance_error_km"] == pytest.approx(5000)
     assert toy["no speech"]["reject_rate"] == pytest.approx(0.5)
 
-    by_continent = run_json(capsys, hand_db, "leaderboard", "--profile", "iso", "--by", "continent")
+    by_continent = run_json(capsys, hand_db, "leaderboard", "--profile", "iso", "--by", "continent")["rows"]
     toy = {r["group"]: r for r in by_continent if r["model"] == "toy"}
     assert {g: r["n"] for g, r in toy.items()} == {"Africa": 1, "Asia": 2, "Europe": 1, "Oceania": 1}
     assert toy["Asia"]["country_acc"] == 1.0
 
     assert main(["--db", str(hand_db), "leaderboard", "--by", "continent"]) == 0
     out = capsys.readouterr().out
-    assert "country acc" in out and "Oceania" in out
+    assert "country" in out and "accuracy" in out and "Oceania" in out
     assert main(["--db", str(hand_db), "leaderboard", "--profile", "xyz"]) == 2  # a usage error
     err = capsys.readouterr().err
     assert "--profile" in err and "'xyz' is not one of" in err

@@ -115,7 +115,7 @@ def test_human_localizers_are_scored_like_an_alm_per_annotator_and_pooled(projec
     assert rows["human (pooled)"]["geoscore_mean"] == pytest.approx(
         5000 * sum(math.exp(-d / 1492.0) for d in pooled) / 3, rel=1e-6)  # AGL1K GeoScore, 0..5000
     # The same rows on the leaderboard, beside the models, under each profile.
-    board = run_json(capsys, "--db", db, "leaderboard", "--json")
+    board = run_json(capsys, "--db", db, "leaderboard", "--json")["rows"]
     human_rows = {(r["model"], r["profile"]): r for r in board if str(r["model"]).startswith("human")}
     assert set(human_rows) == {(name, profile) for name in rows for profile in ("agl1k", "iso")}
     assert human_rows[("human (pooled)", "agl1k")]["distance_error_km"] == pytest.approx(sum(pooled) / 3, rel=1e-6)

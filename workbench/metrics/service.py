@@ -153,15 +153,17 @@ class _MetricRecords:
     models: list[str]
 
 
-def _metric_records(store: Store, *, human_sounds: bool) -> _MetricRecords:
-    """Every stored record's metric columns, in no particular order.
+def _metric_records(store: Store, *, human_sounds: bool, question_ids: bool = False) -> _MetricRecords:
+    """Every stored record's metric columns, in row id order.
 
     The distance error and the rejection flag are read as stored at import, from the covering
     index ``ix_prediction_metrics``; the coordinates they derive from are read (from the table,
     whose rows hold the long texts) only when some row lacks a stored value (written before
-    migration 0003 or by hand). The linked clip's ``human_sounds`` only when asked (grouping
-    by speech). No DataFrame and no ORM rows are built: the DB-API rows become one object
-    array per column, which is what the metrics read.
+    migration 0003 or by hand). Each row's clip link (``clip_id``) and the clips' datasets
+    (``dataset_id``, for the coverage column) come from their own indexes and are matched by
+    row id; the linked clip's ``human_sounds`` only when asked (grouping by speech), the
+    record's ``question_id`` only when asked (``--common``). No DataFrame and no ORM rows are
+    built: the DB-API rows become one object array per column, which is what the metrics read.
     """
     read = [name for name in _RECORD_COLUMNS if name not in _COORDINATES] + ["refused"]
     unstored = or_(Prediction.distance_error_km.is_(None), Prediction.refused.is_(None))  # type: ignore[union-attr]
@@ -174,11 +176,11 @@ def _metric_records(store: Store, *, human_sounds: bool) -> _MetricRecords:
         names = ["id", "alm_run_id", *read]
         rows = _fetch(session, select(*(getattr(Prediction, name) for name in names)))
         remeasured = _remeasured(session)  # rows whose stored distance was not measured from the clip
-        if human_sounds:
-            # Joining the clip would read the table rows (the covering index has no clip id);
-            # the clip links come from their own index instead, and are matched by row id.
-            links = _fetch(session, select(Prediction.id, Prediction.clip_id))
-            sounds = dict(_fetch(session, select(Clip.id, Clip.human_sounds)))
+        # Joining the clip would read the table rows (the covering index has no clip id);
+        # the clip links come from their own index instead, and are matched by row id.
+        clip_of = dict(_fetch(session, select(Prediction.id, Prediction.clip_id)))
+        clip_info = {row[0]: row[1:] for row in _fetch(session, select(Clip.id, Clip.dataset_id, Clip.human_sounds))}
+        keys = dict(_fetch(session, select(Prediction.id, Prediction.question_id))) if question_ids else {}
     table = np.empty((len(rows), len(names)), dtype=object)
     if rows:
         table[:] = rows
@@ -187,14 +189,18 @@ def _metric_records(store: Store, *, human_sounds: bool) -> _MetricRecords:
     if not lacking:
         for name in _COORDINATES:
             columns[name] = np.full(len(rows), None, dtype=object)
+    # In row id order, the order the join with the clips read them in: a sum over the same
+    # values in another order may differ in its last digit.
+    by_id = np.argsort(columns["id"].astype(np.int64), kind="stable")
+    columns = {name: values[by_id] for name, values in columns.items()}
+    ids = columns["id"].tolist()
+    links = [clip_of.get(row_id) for row_id in ids]
+    columns["clip_id"] = _object_array(links)
+    columns["dataset_id"] = _object_array([None if c is None else clip_info.get(c, (None, None))[0] for c in links])
     if human_sounds:
-        # In row id order, the order the join with the clips read them in: a sum over the same
-        # values in another order may differ in its last digit.
-        by_id = np.argsort(columns["id"].astype(np.int64), kind="stable")
-        columns = {name: values[by_id] for name, values in columns.items()}
-        clip_of = dict(links)
-        columns["human_sounds"] = np.empty(len(rows), dtype=object)
-        columns["human_sounds"][:] = [sounds.get(clip_of.get(row_id)) for row_id in columns["id"].tolist()]
+        columns["human_sounds"] = _object_array([None if c is None else clip_info.get(c, (None, None))[1] for c in links])
+    if question_ids:
+        columns["question_id"] = _object_array([keys.get(row_id) for row_id in ids])
     del columns["id"]
     models = sorted(set(runs.values()))
     rank_of_run = {run_id: models.index(model) for run_id, model in runs.items()}
@@ -206,6 +212,12 @@ def _metric_records(store: Store, *, human_sounds: bool) -> _MetricRecords:
         columns = {name: values[known] for name, values in columns.items()}
         ranks = ranks[known]
     return _MetricRecords(columns, ranks, models)
+
+
+def _object_array(values: list[Any]) -> np.ndarray:
+    array = np.empty(len(values), dtype=object)
+    array[:] = values
+    return array
 
 
 def _check_profile(profile: str) -> None:
@@ -297,8 +309,59 @@ def _groups(model_rank: np.ndarray, labels: np.ndarray | None) -> tuple[np.ndarr
     return order, slices
 
 
+def _common_mask(records: _MetricRecords, listed: list[int]) -> tuple[np.ndarray, int]:
+    """Rows of the listed models (ranks) on the clips (dataset keys) every one of them answered,
+    and how many such clips there are."""
+    keys = records.columns["question_id"]
+    ranks = records.model_rank
+    common: set[Any] | None = None
+    for rank in listed:
+        answered = set(keys[ranks == rank].tolist())
+        common = answered if common is None else common & answered
+    common = common or set()
+    mask = np.isin(ranks, listed) & np.array([key in common for key in keys.tolist()], dtype=bool)
+    return mask, len(common)
+
+
+def _dataset_sizes(store: Store, profile: str, by: str | None) -> dict[tuple[Any, Any], int]:
+    """(dataset id, group) -> how many of the dataset's clips fall in the group (group None
+    without a breakdown): the denominator of each row's coverage."""
+    with store.session() as session:
+        clips = session.execute(select(Clip.dataset_id, Clip.country, Clip.continent, Clip.human_sounds)).all()
+    if not clips:
+        return {}
+    dataset = _object_array([c[0] for c in clips])
+    if by is None:
+        labels = _object_array([None] * len(clips))
+    else:
+        labels = _group_labels({"true_country": _object_array([c[1] for c in clips]),
+                                "true_continent": _object_array([c[2] for c in clips]),
+                                "human_sounds": _object_array([c[3] for c in clips])}, profile, by)
+    sizes: dict[tuple[Any, Any], int] = {}
+    for pair in zip(dataset.tolist(), labels.tolist()):
+        sizes[pair] = sizes.get(pair, 0) + 1
+    return sizes
+
+
+def _coverage(dataset_ids: np.ndarray, group: Any, sizes: dict[tuple[Any, Any], int]) -> int | None:
+    """Clips in the datasets a model's linked records belong to (in the row's group); None when
+    no record is linked to a clip."""
+    linked = {d for d in dataset_ids.tolist() if d is not None}
+    if not linked:
+        return None
+    return sum(sizes.get((d, group), 0) for d in linked)
+
+
 def leaderboard(
-    store: Store, profile: Profile | Literal["both"] = "agl1k", by: GroupBy | None = None
+    store: Store,
+    profile: Profile | Literal["both"] = "agl1k",
+    by: GroupBy | None = None,
+    *,
+    common: bool = False,
+    models: list[str] | None = None,
+    ci: bool = False,
+    bootstrap: int = 2000,
+    seed: int = 0,
 ) -> pd.DataFrame:
     """Metrics of every stored model, optionally per group of clips.
 
@@ -311,25 +374,52 @@ def leaderboard(
     by : {None, "continent", "speech"}
         Group rows by the true continent (in the profile's sense: for ``iso`` the continent of
         the true country's ISO code) or by speech (linked clip's AGL1K ``human_sounds`` >= 0.1).
+    common : bool
+        Rank every listed model on the clips (dataset keys) all of them answered.
+    models : list of str, optional
+        The models listed (default: every stored model).
+    ci : bool
+        Add ``<key>_ci`` = [low, high], 95 % percentile intervals from ``bootstrap`` resamples
+        of each row's clips (seeded by ``seed`` and the model's name).
 
     Returns
     -------
     pandas.DataFrame
-        Columns :data:`METRIC_KEYS` plus ``group`` when ``by`` is given; sorted by group and
-        ascending mean distance error. Empty when no model is stored.
+        Columns :data:`METRIC_KEYS`, ``n_dataset`` (clips in the datasets the model's records
+        are linked to, in the row's group; None when none is linked), ``group`` when ``by`` is
+        given and the intervals with ``ci``; sorted by group and ascending mean distance
+        error. Empty when no model is stored. ``attrs["n_common"]``: the clips every listed
+        model answered (with ``common``).
 
     Raises
     ------
     AglwError
-        Unknown profile or grouping.
+        Unknown profile, grouping or model.
     """
+    from workbench.metrics.intervals import bootstrap_intervals, interval_keys
+
     profiles: tuple[str, ...] = PROFILES if profile == "both" else (profile,)
     for name in profiles:
         _check_profile(name)
     if by is not None and by not in GROUP_BY_OPTIONS:
         raise AglwError(f"unknown grouping {by!r}; use one of {', '.join(GROUP_BY_OPTIONS)}")
-    records = _metric_records(store, human_sounds=by == "speech")
-    columns = list(METRIC_KEYS) if by is None else ["group", *METRIC_KEYS]
+    records = _metric_records(store, human_sounds=by == "speech", question_ids=common)
+    if models is not None:
+        unknown = [m for m in models if m not in records.models]
+        if unknown:
+            known = ", ".join(records.models) or "none imported yet"
+            raise AglwError(f"no predictions for model(s) {', '.join(map(repr, unknown))} (models: {known})")
+    listed = [records.models.index(m) for m in models] if models is not None else list(range(len(records.models)))
+    n_common = None
+    keep = np.isin(records.model_rank, listed)
+    if common:
+        keep, n_common = _common_mask(records, listed)
+    if not keep.all():
+        records = _MetricRecords({k: v[keep] for k, v in records.columns.items()}, records.model_rank[keep],
+                                 records.models)
+    columns = [*METRIC_KEYS, "n_dataset"] if by is None else ["group", *METRIC_KEYS, "n_dataset"]
+    if ci:
+        columns += list(interval_keys())
     # The per-record work (distinct values normalised once) is done once for every model and
     # profile; the rows are then ordered by model and group once per profile, and each group
     # is a handful of array operations on a slice.
@@ -337,14 +427,23 @@ def leaderboard(
     rows: list[dict[str, Any]] = []
     grouping: tuple[np.ndarray, _Slices] | None = None
     for name in profiles:
+        sizes = _dataset_sizes(store, name, by)
         if grouping is None or by == "continent":  # the speech groups are the same in both profiles
             labels = None if by is None else _group_labels(records.columns, name, by)
             grouping = _groups(records.model_rank, labels)
         order, slices = grouping
         ordered = inputs.take(order)
+        datasets = records.columns["dataset_id"][order]
         for rank, group, rows_of_group in slices:
-            metrics = metrics_of(ordered.take(rows_of_group), name, records.models[rank])
+            part = ordered.take(rows_of_group)
+            metrics = metrics_of(part, name, records.models[rank])
+            metrics["n_dataset"] = _coverage(datasets[rows_of_group], group, sizes)
+            if ci:
+                label = records.models[rank] if group is None else f"{records.models[rank]}|{group}"
+                metrics.update(bootstrap_intervals(part, name, bootstrap=bootstrap, seed=seed, name=label))
             rows.append(metrics if by is None else {"group": group, **metrics})
     table = pd.DataFrame(rows, columns=columns)
     sort_keys = (["group"] if by is not None else []) + ["profile", "distance_error_km", "model"]
-    return table.sort_values(sort_keys, kind="stable", na_position="last").reset_index(drop=True)
+    table = table.sort_values(sort_keys, kind="stable", na_position="last").reset_index(drop=True)
+    table.attrs["n_common"] = n_common
+    return table

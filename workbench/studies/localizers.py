@@ -108,47 +108,90 @@ def guess_for(store: Store, annotator_id: int, clip_id: int) -> GuessView:
     return GuessView(row.latitude, row.longitude, row.confidence, row.version or 0, error)
 
 
+def gazetteer_places(positions: list[tuple[float, float]]) -> list[tuple[str | None, str | None, str | None]]:
+    """(city, country, continent) of each (lat, lon) from the offline gazetteer: the nearest
+    GeoNames place (``reverse_geocoder``, as the location check uses it), its country's ISO 3166
+    short name (the dataset's naming, e.g. ``Korea, Republic of``) and that country's continent."""
+    import pycountry
+
+    from workbench.curation.geocheck import reverse_geocode
+    from workbench.metrics.continents import continent_of_iso
+
+    places = []
+    for place in reverse_geocode(positions):
+        code = (place.get("cc") or "").upper() or None
+        country = pycountry.countries.get(alpha_2=code) if code else None
+        places.append((place.get("name") or None, country.name if country is not None else None,
+                       continent_of_iso(code)))
+    return places
+
+
 def guess_records(store: Store) -> pd.DataFrame:
-    """One row per guess in the leaderboard's record shape, with ``model`` = ``human:<pseudonym>``."""
+    """One row per guess in the leaderboard's record shape, with ``model`` = ``human:<pseudonym>``.
+
+    A guess is scored exactly like an ALM answer: the place names the annotator typed, and for
+    those left empty the gazetteer's (:func:`gazetteer_places`) of the guessed position. A
+    stored guess is never a refusal (``refused`` False): a refusal is "no guess", and an undone
+    guess (no position) is no row at all.
+    """
     with store.session() as s:
         rows = s.exec(select(HumanGuess, Annotator.pseudonym, Clip).join(
             Annotator, Annotator.id == HumanGuess.annotator_id).join(Clip, Clip.id == HumanGuess.clip_id)).all()
+    guesses = [(g, pseudonym, clip) for g, pseudonym, clip in rows if g.latitude is not None and g.longitude is not None]
+    places = gazetteer_places([(float(g.latitude), float(g.longitude)) for g, _, _ in guesses])
     records = []
-    for g, pseudonym, clip in rows:
-        if g.latitude is None or g.longitude is None:
-            continue
+    for (g, pseudonym, clip), (city, country, continent) in zip(guesses, places, strict=True):
         records.append({
-            "model": f"human:{pseudonym}", "clip_key": clip.key, "confidence": g.confidence,
+            "model": f"human:{pseudonym}", "clip_key": clip.key, "dataset_id": clip.dataset_id,
+            "confidence": g.confidence,
             "true_latitude": clip.latitude, "true_longitude": clip.longitude, "true_city": clip.city,
             "true_country": clip.country, "true_continent": clip.continent,
-            "predicted_latitude": f"{g.latitude:.6f}", "predicted_longitude": f"{g.longitude:.6f}",
-            "predicted_city": g.city, "predicted_country": g.country, "predicted_continent": g.continent,
+            "predicted_latitude": repr(float(g.latitude)), "predicted_longitude": repr(float(g.longitude)),
+            "predicted_city": g.city or city, "predicted_country": g.country or country,
+            "predicted_continent": g.continent or continent, "refused": False,
         })
     return pd.DataFrame(records)
 
 
-def human_leaderboard(store: Store, profile: str = "agl1k") -> list[dict[str, Any]]:
+def _dataset_sizes(store: Store) -> dict[int, int]:
+    from sqlalchemy import func
+
+    with store.session() as s:
+        return {int(d): int(n) for d, n in s.exec(select(Clip.dataset_id, func.count()).group_by(Clip.dataset_id))}
+
+
+def human_leaderboard(store: Store, profile: str = "agl1k", *, ci: bool = False, bootstrap: int = 2000,
+                      seed: int = 0) -> list[dict[str, Any]]:
     """Leaderboard rows of the human localizers: one per annotator and one pooled over all guesses.
 
-    Each row has the leaderboard's metric keys plus ``n`` and ``mean_confidence``.
+    Each row has the leaderboard's metric keys (``n``: the guesses counted), ``n_dataset`` (clips
+    in the datasets of the guessed clips), ``mean_confidence`` and with ``ci`` the intervals.
     """
-    from workbench.metrics.core import compute_metrics
+    from workbench.metrics.aggregate import metric_inputs, metrics_of
+    from workbench.metrics.intervals import bootstrap_intervals
 
     records = guess_records(store)
     if records.empty:
         return []
+    sizes = _dataset_sizes(store)
     rows = []
     groups = [(name, part) for name, part in records.groupby("model", sort=True)]
     groups.append(("human (pooled)", records))
     for name, part in groups:
-        metrics = compute_metrics(part.drop(columns=["model"]), profile, model=str(name))
+        inputs = metric_inputs(part.drop(columns=["model"]).reset_index(drop=True), (profile,))
+        metrics = metrics_of(inputs, profile, str(name))
         confidence = part["confidence"].dropna()
-        rows.append({**metrics, "model": str(name), "n": int(len(part)),
-                     "mean_confidence": float(confidence.mean()) if len(confidence) else None})
+        row = {**metrics, "model": str(name), "n": int(len(part)),
+               "n_dataset": sum(sizes.get(int(d), 0) for d in set(part["dataset_id"].tolist())),
+               "mean_confidence": float(confidence.mean()) if len(confidence) else None}
+        if ci:
+            row.update(bootstrap_intervals(inputs, profile, bootstrap=bootstrap, seed=seed, name=str(name)))
+        rows.append(row)
     return rows
 
 
-def with_human_rows(frame: Any, store: Store, profile: str) -> Any:
+def with_human_rows(frame: Any, store: Store, profile: str, *, ci: bool = False, bootstrap: int = 2000,
+                    seed: int = 0) -> Any:
     """The leaderboard ``frame`` with the human localizers' rows appended (per annotator and pooled).
 
     Humans are scored by the same :func:`~workbench.metrics.core.compute_metrics` as the models,
@@ -160,7 +203,7 @@ def with_human_rows(frame: Any, store: Store, profile: str) -> Any:
     profiles = ("agl1k", "iso") if profile == "both" else (profile,)
     rows = []
     for name in profiles:
-        for row in human_leaderboard(store, name):
+        for row in human_leaderboard(store, name, ci=ci, bootstrap=bootstrap, seed=seed):
             rows.append({**row, "profile": name})
     if not rows:
         return frame
