@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
     QScrollArea,
 )
 
-from workbench.errors import AglwError
+from workbench.errors import AglwError, InputError
 from ui.events_headphones import HeadphonesMixin
 from ui.events_widget import EventsPanel, class_colour
 from workbench.events.binaural import BinauralDecoder
@@ -73,6 +73,7 @@ class EventsController(HeadphonesMixin):
         panel.markToggled.connect(lambda on: setattr(direction_box, "draw_with_ctrl", on))
         panel.list.currentRowChanged.connect(self._row_changed)
         panel.class_box.currentTextChanged.connect(lambda name: self._edit_selected(class_name=name))
+        panel.source.valueChanged.connect(lambda index: self._edit_selected(source_index=int(index)))
         panel.front_back.currentTextChanged.connect(self._front_back_chosen)
         panel.delete_button.clicked.connect(self.delete_selected)
         panel.headphones.toggled.connect(self.set_headphones)
@@ -134,7 +135,8 @@ class EventsController(HeadphonesMixin):
         where = (f"lateral {az:.0f}° ({event.front_back or 'undecided'})" if event.direction_kind == "lateral"
                  else f"{az:.0f}° az, {el:.0f}° el")
         moving = " moving" if len(event.track) > 1 and len({tuple(t) for t in event.track}) > 1 else ""
-        return f"{event.onset_s:.1f}–{event.offset_s:.1f} s  {event.class_name}  {where}{moving}"
+        return (f"{event.onset_s:.1f}–{event.offset_s:.1f} s  {event.class_name} #{event.source_index}  "
+                f"{where}{moving}")
 
     def selected(self) -> SpatialEventData | None:
         return next((e for e in self.events if e.uid == self.selected_uid), None)
@@ -146,6 +148,7 @@ class EventsController(HeadphonesMixin):
         if self.panel.class_box.findText(event.class_name) < 0:
             self.panel.class_box.addItem(event.class_name)  # an AudioSet or project class of this clip
         self.panel.class_box.setCurrentText(event.class_name)
+        self.panel.source.setValue(event.source_index)
         self.panel.front_back.setCurrentText(event.front_back or "undecided")
         self.panel.front_back.setEnabled(event.direction_kind == "lateral")
 
@@ -333,8 +336,11 @@ class EventsController(HeadphonesMixin):
         if all(getattr(event, k) == v for k, v in values.items() if k != "track"):
             if "track" not in values:
                 return
-        if self.window.execute(EditEvent(self.service, event, **values)):
-            self.refresh()
+        try:
+            self.window.execute(EditEvent(self.service, event, **values))
+        except InputError as exc:  # e.g. a source index an overlapping event of the class holds
+            self.window.show_status(str(exc))
+        self.refresh()  # also after a refused edit: the controls show what is stored
 
     def _front_back_chosen(self, choice: str) -> None:
         event = self.selected()
@@ -395,12 +401,14 @@ def install_events_panel(window: Any) -> EventsController:
     scroller.setWidgetResizable(True)
     scroller.setWidget(panel)
     dock.setWidget(scroller)
-    window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
-    # A tab beside the error modes: the right column keeps its height (the window its minimum size).
-    neighbour = window.findChild(QDockWidget, "dock-Error modes")
+    # A tab beside the Evidence dock: a dock of its own below Judgment got ~80 px at 1280×800 (only
+    # its check box showed); as a tab it has the Evidence dock's height and the window its minimum size.
+    neighbour = window.findChild(QDockWidget, "dock-Evidence")
     if neighbour is not None:
-        window.tabifyDockWidget(neighbour, dock)
+        window.tabifyDockWidget(neighbour, dock)  # adds the dock as a tab (no separate dock first)
         neighbour.raise_()
+    else:
+        window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
     controller = EventsController(window, panel)
     window.clipShown.connect(controller.set_clip)
     window.audioShown.connect(controller.audio_ready)

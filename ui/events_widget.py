@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QListWidget,
     QPushButton,
     QSlider,
+    QSpinBox,
     QVBoxLayout,
     QWidget,
 )
@@ -51,6 +52,10 @@ class EventsPanel(QWidget):
         # Narrow enough for the right dock column: long class names are read in the popup.
         self.class_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.class_box.setMinimumContentsLength(8)
+        self.source = QSpinBox()
+        self.source.setRange(0, 99)
+        self.source.setToolTip("Source index: tells two overlapping sounds of one class apart (two dogs are 0 "
+                               "and 1); a new event gets the lowest index free among overlapping events of its class")
         self.front_back = QComboBox()
         self.front_back.addItems(list(FRONT_BACK[::-1]))  # undecided first: never a guess
         self.delete_button = QPushButton("Delete")
@@ -68,6 +73,8 @@ class EventsPanel(QWidget):
         row = QHBoxLayout()
         row.addWidget(QLabel("class"))
         row.addWidget(self.class_box, 1)
+        row.addWidget(QLabel("source"))
+        row.addWidget(self.source)
         row2 = QHBoxLayout()
         row2.addWidget(QLabel("front/back"))
         row2.addWidget(self.front_back, 1)

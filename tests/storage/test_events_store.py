@@ -13,6 +13,7 @@ from storage.models import Clip, Dataset, LabelHistory, SpatialEvent
 from workbench.commands import CommandStack
 from workbench.errors import InputError
 from workbench.events.commands import AddEvent, DeleteEvent, EditEvent
+from workbench.events.model import STARSS23_CLASSES as STARSS23
 from workbench.events.model import SpatialEventData
 from workbench.events.service import EventService
 from workbench.events.starss23 import events_to_rows, format_rows, parse_metadata_text, rows_to_events
@@ -241,3 +242,47 @@ def test_a_replacing_import_deletes_each_old_event_as_a_single_delete_does(any_s
     # One import is one command: the replaced events and the new ones share its id.
     assert import_commands == {h.command_id for uid in new for h in _event_history(any_store, uid)}
     assert len(import_commands) == 1
+
+
+def test_overlapping_events_of_a_class_get_the_lowest_free_source_index(store) -> None:
+    clip = _clip(store)
+    ana = LabelService(store).ensure_annotator("ana")
+    service = EventService(store)
+    stack = CommandStack()
+    for onset, offset in ((1.0, 3.0), (2.0, 4.0), (5.0, 6.0)):
+        stack.push(AddEvent(service, ana.id, clip, _event(onset_s=onset, offset_s=offset, class_name="footsteps")))
+    stack.push(AddEvent(service, ana.id, clip, _event(onset_s=2.5, offset_s=3.5, class_name="door")))
+    sources = {(e.class_name, e.onset_s): e.source_index for e in service.events(clip)}
+    assert sources == {("footsteps", 1.0): 0, ("footsteps", 2.0): 1, ("footsteps", 5.0): 0, ("door", 2.5): 0}
+    assert service.free_source_index(ana.id, clip, "footsteps", 2.8, 3.2) == 2
+    # the source index is editable; one an overlapping event of the class holds is refused
+    late = next(e for e in service.events(clip) if e.onset_s == 5.0)
+    stack.push(EditEvent(service, late, source_index=3))
+    assert service.get(late.uid).source_index == 3
+    first = next(e for e in service.events(clip) if e.onset_s == 1.0)
+    with pytest.raises(InputError, match="source 1 of 'footsteps' is taken"):
+        service.update(first.uid, {"source_index": 1})
+    # a class change into a class whose source 0 is taken there moves to the lowest free index
+    door = next(e for e in service.events(clip) if e.class_name == "door")
+    stack.push(EditEvent(service, door, class_name="footsteps"))
+    assert service.get(door.uid).source_index == 2
+    stack.undo()
+    assert (service.get(door.uid).class_name, service.get(door.uid).source_index) == ("door", 0)
+    stack.redo()
+    assert (service.get(door.uid).class_name, service.get(door.uid).source_index) == ("footsteps", 2)
+    rows, _ = events_to_rows(service.events(clip), STARSS23)
+    assert len({(r.frame, r.class_index, r.source) for r in rows}) == len(rows)  # export no longer refuses
+
+
+def test_the_vocabulary_stored_is_the_classs_own(store) -> None:
+    clip = _clip(store)
+    ana = LabelService(store).ensure_annotator("ana")
+    service = EventService(store)
+    stack = CommandStack()
+    stack.push(AddEvent(service, ana.id, clip, _event(class_name="Bird")))  # a GUI event of a non-STARSS23 class
+    [bird] = service.events(clip)
+    assert bird.vocabulary == "project"  # no ontology here; with one that names it, "audioset"
+    stack.push(EditEvent(service, bird, class_name="door"))
+    assert service.get(bird.uid).vocabulary == "starss23"
+    stack.undo()
+    assert (service.get(bird.uid).class_name, service.get(bird.uid).vocabulary) == ("Bird", "project")

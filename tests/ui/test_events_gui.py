@@ -294,3 +294,33 @@ def test_on_the_mel_axis_the_band_is_read_in_hz(make_window, demo_store) -> None
     assert (low, high) == pytest.approx((freqs[10], freqs[len(freqs) - 21]), abs=0.1)
     assert pv.band_of(10.5, 10.6) is None  # a flat drag
     assert pv.band_of(0.0, float(len(freqs))) is None  # the whole height
+
+
+def test_two_overlapping_events_of_a_class_get_sources_0_and_1_and_the_source_is_editable(make_window, demo_store, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    window = _window_on_foa(make_window, demo_store)
+    controller = window.spatial_events
+    controller.panel.mark.setChecked(True)
+    controller.panel.class_box.setCurrentText("bell")
+    box = window.player_view.spec_plot.getViewBox()
+    box.mouseDragEvent(_Drag(box, 1.0, 2.0, shift=True, finish=True))
+    box.mouseDragEvent(_Drag(box, 1.5, 2.5, shift=True, finish=True))
+    service = EventService(demo_store)
+    clip = _clip_id(demo_store, "DEMO-0004")
+    events = service.events(clip, window.annotator.id)
+    assert sorted(e.source_index for e in events) == [0, 1]
+    assert controller.panel.source.value() == 1  # the new event is selected and shows its source
+    controller.panel.source.setValue(4)  # the expert numbers it herself
+    assert sorted(e.source_index for e in service.events(clip, window.annotator.id)) == [0, 4]
+    controller.panel.source.setValue(0)  # taken by the overlapping bell: refused, the box shows the stored 4
+    assert controller.panel.source.value() == 4
+    assert sorted(e.source_index for e in service.events(clip, window.annotator.id)) == [0, 4]
+    from workbench.events.files import export_events_file
+
+    from storage.models import Annotator
+
+    with demo_store.session() as s:
+        name = s.get(Annotator, window.annotator.id).name
+    assert name
+    result = export_events_file(demo_store, "DEMO-0004", tmp_path / "bells.csv", annotator_id=window.annotator.id)
+    assert result["n_events"] == 2  # export no longer refuses two sources 0
+    controller.panel.grab().save(str(tmp_path / "events_source.png"))

@@ -57,8 +57,13 @@ class _ChangeEvent(VersionedCommand):
         self.row_key = ("spatial_event", self.uid)
 
     def _write(self, values: dict[str, Any], action: str, expected_version: int | None) -> Any:
-        return self.service.update(self.uid, values, expected_version=expected_version,
-                                   command_id=self.command_id, action=action)
+        change = self.service.update(self.uid, values, expected_version=expected_version,
+                                     command_id=self.command_id, action=action)
+        if action == "do":
+            # the service may add what follows from the edit (a new class's vocabulary, a free
+            # source index): a redo writes all of it again
+            self.values = dict(change.new)
+        return change
 
 
 class EditEvent(_ChangeEvent):

@@ -39,6 +39,26 @@ DIRECTION_KINDS = ("azel", "lateral")
 FRONT_BACK = ("front", "back", "undecided")
 
 
+def vocabulary_of(class_name: str, audioset_names: Any = ()) -> str:
+    """The vocabulary a class name belongs to: the 13 STARSS23 classes, else an AudioSet name the
+    project knows, else the project's own list (a "Bird" event is never stored as ``starss23``)."""
+    if class_name in STARSS23_CLASSES:
+        return "starss23"
+    return "audioset" if class_name in set(audioset_names) else "project"
+
+
+def lowest_free_source(events: Any, class_name: str, onset_s: float, offset_s: float,
+                       exclude_uid: str | None = None) -> int:
+    """The lowest source index no event of ``class_name`` overlapping [onset, offset) holds
+    (two overlapping dogs are sources 0 and 1; a dog later on is source 0 again)."""
+    taken = {e.source_index for e in events
+             if e.class_name == class_name and e.uid != exclude_uid and e.onset_s < offset_s and onset_s < e.offset_s}
+    index = 0
+    while index in taken:
+        index += 1
+    return index
+
+
 def frame_of(time_s: float) -> int:
     """The 100 ms frame index that starts at ``time_s`` (rounded: times are multiples of 0.1 s)."""
     return int(round(time_s / FRAME_S))

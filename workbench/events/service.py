@@ -21,7 +21,7 @@ from sqlmodel import col, select
 from storage import Store
 from storage.models import Annotator, Clip, LabelHistory, SpatialEvent
 from workbench.errors import InputError
-from workbench.events.model import SpatialEventData, validate_event
+from workbench.events.model import STARSS23_CLASSES, SpatialEventData, lowest_free_source, validate_event, vocabulary_of
 from workbench.versioned_rows import write_row, write_versioned
 
 ENTITY = "spatial_event"
@@ -148,12 +148,48 @@ class EventService:
     def clip(self, clip_id: int) -> ClipInfo:
         return clip_info(self.store, clip_id)
 
+    def vocabulary_of(self, class_name: str) -> str:
+        """The vocabulary of a class name (:func:`~workbench.events.model.vocabulary_of`) with the
+        AudioSet names this project knows."""
+        if class_name in STARSS23_CLASSES:
+            return "starss23"
+        from workbench.project import category_names
+
+        return vocabulary_of(class_name, category_names(self.store).values())
+
+    def free_source_index(self, annotator_id: int, clip_id: int, class_name: str, onset_s: float, offset_s: float,
+                          exclude_uid: str | None = None) -> int:
+        """The default source index of an event: the lowest free one among the annotator's
+        overlapping events of the same class on the clip."""
+        return lowest_free_source(self.events(clip_id, annotator_id), class_name, onset_s, offset_s, exclude_uid)
+
+    def _checked_source(self, annotator_id: int, clip_id: int, event: SpatialEventData, explicit: bool) -> int:
+        """``event``'s source index when free among overlapping events of its class; a taken one is
+        refused when the person chose it (``explicit``), else replaced by the lowest free one."""
+        others = [e for e in self.events(clip_id, annotator_id) if e.uid != event.uid]
+        taken = {e.source_index for e in others if e.class_name == event.class_name
+                 and e.onset_s < event.offset_s and event.onset_s < e.offset_s}
+        if event.source_index not in taken:
+            return event.source_index
+        if explicit:
+            raise InputError(f"source {event.source_index} of {event.class_name!r} is taken by an overlapping event; "
+                             f"the lowest free one is {lowest_free_source(others, event.class_name, event.onset_s, event.offset_s)}")
+        return lowest_free_source(others, event.class_name, event.onset_s, event.offset_s)
+
     # ------------------------------------------------------------------ writes
 
     def create(self, annotator_id: int, clip_id: int, event: SpatialEventData, *,
                uid: str | None = None, command_id: str | None = None, action: str = "do") -> EventChange:
-        """Store a new event of ``annotator_id`` on ``clip_id`` (validated against the clip)."""
+        """Store a new event of ``annotator_id`` on ``clip_id`` (validated against the clip).
+
+        A new event ("do") whose source index an overlapping event of its class holds gets the
+        lowest free one; a STARSS23 vocabulary on a class outside STARSS23 becomes the class's own.
+        """
         info = self.clip(clip_id)
+        if action == "do":
+            if event.vocabulary == "starss23" and event.class_name not in STARSS23_CLASSES:
+                event = event.with_changes(vocabulary=self.vocabulary_of(event.class_name))
+            event = event.with_changes(source_index=self._checked_source(annotator_id, clip_id, event, False))
         clean = validate_event(event, clip_duration_s=info.duration_s, where=f"clip {info.key}")
         uid = uid or uuid.uuid4().hex
         command_id = command_id or uuid.uuid4().hex
@@ -174,11 +210,32 @@ class EventService:
             raise InputError(f"cannot change {', '.join(sorted(unknown))} of an event")
         if not values:
             raise InputError("nothing to change: give at least one value")
+        if action == "do":
+            values = self._with_class_rules(uid, values)
         written = write_versioned(
             self.store, SpatialEvent, {"uid": uid}, values, **self._row_write(uid),
             expected_version=expected_version, action=action, command_id=command_id, wait_s=self.write_wait_s,
         )
         return EventChange(uid, written.row.clip_id, written.old, written.new, written.version, written.command_id)
+
+    def _with_class_rules(self, uid: str, values: dict[str, Any]) -> dict[str, Any]:
+        """A new edit's values plus what follows from them: a new class brings its own vocabulary,
+        and a class or time change whose source index is taken moves to the lowest free one (a
+        source index the person typed that is taken is refused)."""
+        current = self.get(uid)
+        if current is None or values.get("deleted"):
+            return values
+        values = dict(values)
+        if "class_name" in values and "vocabulary" not in values:
+            values["vocabulary"] = self.vocabulary_of(values["class_name"])
+        if {"class_name", "onset_s", "offset_s", "source_index"} & set(values):
+            changed = current.with_changes(**{k: values[k] for k in ("class_name", "onset_s", "offset_s",
+                                                                    "source_index") if k in values})
+            index = self._checked_source(int(current.annotator_id or 0), int(current.clip_id or 0), changed,
+                                         "source_index" in values)
+            if index != current.source_index or "source_index" in values:
+                values["source_index"] = index
+        return values
 
     def import_events(self, annotator_id: int, clip_id: int, events: Sequence[SpatialEventData], *,
                       replace: bool = False, source: str = "import") -> list[str]:
