@@ -202,6 +202,12 @@ def hold_lock(db: Path, seconds: float) -> subprocess.Popen:
     return process
 
 
+def release(process: subprocess.Popen) -> None:
+    process.wait(60)
+    assert process.stdout is not None
+    process.stdout.close()
+
+
 @pytest.mark.slow
 def test_alm_run_waits_out_a_lock_held_30_s_and_drops_nothing(alm) -> None:  # type: ignore[no-untyped-def]
     from workbench.alm.runner import AlmRunOptions, run_alm
@@ -222,7 +228,7 @@ def test_alm_run_waits_out_a_lock_held_30_s_and_drops_nothing(alm) -> None:  # t
                                 concurrency=2)
         report = run_alm(alm.store, options, task=task, on_stored=lock_after_the_first_answers)
         assert all(server.requests_for(key) == 1 for key in alm.keys)
-    locker[0].wait(60)
+    release(locker[0])
     assert report.answered == len(alm.keys) and not report.failed
     assert any("another program holds the project's write lock" in note for note in notes)
     with alm.store.session() as s:
@@ -250,13 +256,13 @@ def test_judge_waits_out_a_lock_held_30_s_and_drops_nothing(store, sqlite_path, 
         report = run_judges(store, load_judges(), judge_names=["haiku"], base_url=api.base_url, concurrency=2,
                             task=TaskContext(listen))
         sent = len(api.message_requests())
-    locker[0].wait(60)
+    release(locker[0])
     summary = report.judges[0]
     assert (summary.ok, summary.failed, summary.status) == (8, 0, "done") and sent == 8
     assert any("another program holds the project's write lock" in note for note in notes)
     with store.session() as s:
         assert len(s.exec(select(JudgeCall)).all()) == 8
-        assert s.exec(select(JudgeRun.status)).one() == "done"
+        assert s.execute(select(JudgeRun.status)).scalar_one() == "done"
 
 
 def test_threads_are_not_left_behind(alm) -> None:  # type: ignore[no-untyped-def]

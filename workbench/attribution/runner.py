@@ -50,7 +50,7 @@ from workbench.errors import InputError
 from workbench.tagging.ontology import Ontology
 from workbench.llm.engine import Campaign, RetryPolicy, write_waiting
 from workbench.llm.errors import RunStopped
-from workbench.llm.journal import Journal
+from workbench.llm.journal import Journal, JournalBusy
 from workbench.llm.urls import safe_url
 from workbench.tasks import TaskCancelled, TaskContext
 
@@ -193,6 +193,10 @@ def _run_plans(
         )
         report.judges.append(summary)
         if not plan.to_send:
+            try:
+                judge_journal(store, plan.judge).close()  # runs a killed process left "running" are marked
+            except JournalBusy:
+                pass  # another run of this judge is alive: its runs are its own
             continue
         task.check_cancel()
         provider = providers[plan.judge.name]
