@@ -19,11 +19,6 @@ from typing import Any
 from workbench.errors import InputError
 
 TASK_ID = "audio_localization"
-RECORD_FIELDS = (
-    "question", "task_id", "question_id", "true_city", "true_country", "true_continent", "true_longitude",
-    "true_latitude", "description", "title", "predicted_city", "predicted_country", "predicted_continent",
-    "predicted_longitude", "predicted_latitude", "reasoning", "model_output", "seed",
-)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from sqlalchemy import insert
 from sqlalchemy.orm import Session
 
 from storage.models import Prediction
+from workbench.agl1k_record import CLIP_FIELDS, RECORD_FIELDS
 from workbench.metrics.distance import position_gap_km, positions_disagree, record_answer
 
 # Rows are inserted in batches so that a large result file never sits in memory as one list.
@@ -24,23 +25,7 @@ INSERT_BATCH = 500
 FIRST_KEYS = 5
 
 # The record fields a prediction row stores as given (see workbench.importing.predictions).
-_STORED_FIELDS = (
-    "task_id",
-    "true_city",
-    "true_country",
-    "true_continent",
-    "true_longitude",
-    "true_latitude",
-    "predicted_city",
-    "predicted_country",
-    "predicted_continent",
-    "predicted_longitude",
-    "predicted_latitude",
-    "reasoning",
-    "model_output",
-    "question",
-    "seed",
-)
+_STORED_FIELDS = tuple(name for name in RECORD_FIELDS if name not in CLIP_FIELDS)
 
 
 def prediction_row(

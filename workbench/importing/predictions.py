@@ -13,30 +13,11 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from workbench.agl1k_record import RECORD_FIELDS
 from workbench.errors import InputError
+from workbench.strict_numbers import INT64_MAX, INT64_MIN, MAX_NUMBER_CHARS, has_lone_surrogate, parse_float, shown
 
-KNOWN_FIELDS = frozenset(
-    {
-        "question",
-        "task_id",
-        "question_id",
-        "true_city",
-        "true_country",
-        "true_continent",
-        "true_longitude",
-        "true_latitude",
-        "description",
-        "title",
-        "predicted_city",
-        "predicted_country",
-        "predicted_continent",
-        "predicted_longitude",
-        "predicted_latitude",
-        "reasoning",
-        "model_output",
-        "seed",
-    }
-)
+KNOWN_FIELDS = frozenset(RECORD_FIELDS)
 TEXT_FIELDS = (
     "task_id",
     "true_city",
@@ -95,9 +76,14 @@ def _true_coordinate(value: Any) -> float | None:
         return value if math.isfinite(value) else None
     if value is None or isinstance(value, bool):
         return None
+    if isinstance(value, str):  # ASCII decimal only: "٣٥" or "1_0" is not a coordinate
+        try:
+            return parse_float(value.strip(), "", "coordinate")
+        except InputError:
+            return None
     try:
-        number = float(value.strip() if isinstance(value, str) else value)
-    except (TypeError, ValueError):
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
         return None
     return number if math.isfinite(number) else None
 
@@ -125,6 +111,8 @@ def to_record(obj: Any, line_no: int, keep_values: bool = True) -> PredictionRec
             return f"field {name}: {raw!r} is not a coordinate in [{low}, {high}]"
         values[name] = number  # a scan keeps these too: the import compares them with the clip's
     seed = obj.get("seed")
+    if isinstance(seed, int) and not isinstance(seed, bool) and not INT64_MIN <= seed <= INT64_MAX:
+        return f"field seed: {shown(seed)} is not a whole number within 64 bits"
     values["seed"] = seed if isinstance(seed, int) and not isinstance(seed, bool) else None
     return PredictionRecord(line_no=line_no, question_id=question_id.strip(), values=values)
 
@@ -139,12 +127,48 @@ def _too_deep(text: str, position: int) -> json.JSONDecodeError:
     return json.JSONDecodeError("nested too deeply for the JSON parser; not a result record", text, position)
 
 
+class _Refused(ValueError):
+    """A JSON value no result record can hold (raised from inside the decoder)."""
+
+
+def _json_int(text: str) -> int:
+    # Python refuses integers past 4,300 digits with a ValueError the decoder does not expect
+    if len(text) > MAX_NUMBER_CHARS:
+        raise _Refused(f"a number of {len(text):,} digits")
+    return int(text)
+
+
+def _checked(obj: Any, text: str, position: int) -> Any:
+    """``obj`` decoded from ``text``, unless it holds a lone surrogate (``"\\ud800"``): that is
+    not Unicode text, and neither the database nor a terminal can take it."""
+    if "\\u" in text and _holds_lone_surrogate(obj):
+        raise json.JSONDecodeError("a lone surrogate escape (\\ud800-\\udfff) is not valid Unicode text",
+                                   text, position)
+    return obj
+
+
+def _holds_lone_surrogate(obj: Any) -> bool:
+    if isinstance(obj, str):
+        return has_lone_surrogate(obj)
+    if isinstance(obj, dict):
+        return any(_holds_lone_surrogate(k) or _holds_lone_surrogate(v) for k, v in obj.items())
+    if isinstance(obj, list):
+        return any(_holds_lone_surrogate(v) for v in obj)
+    return False
+
+
+_DECODER = json.JSONDecoder(parse_int=_json_int)
+
+
 def _loads(text: str) -> Any:
-    """``json.loads`` whose stack overflow on absurd nesting becomes an ordinary decode error."""
+    """``json.loads`` whose stack overflow on absurd nesting, huge integers and lone surrogates
+    become ordinary decode errors (a malformed record with its line)."""
     try:
-        return json.loads(text)
+        return _checked(json.loads(text, parse_int=_json_int), text, 0)
     except RecursionError:
         raise _too_deep(text, 0) from None
+    except _Refused as exc:
+        raise json.JSONDecodeError(str(exc), text, 0) from None
 
 
 def _iter_jsonl(text: str) -> list[tuple[int, Any | json.JSONDecodeError]]:
@@ -162,7 +186,7 @@ def _iter_jsonl(text: str) -> list[tuple[int, Any | json.JSONDecodeError]]:
 
 def _iter_json_array(text: str, path: Path) -> list[tuple[int, Any]]:
     """Elements of a JSON array with the line each starts on."""
-    decoder = json.JSONDecoder()
+    decoder = _DECODER
     position = text.index("[") + 1
     items: list[tuple[int, Any]] = []
     length = len(text)
@@ -189,8 +213,11 @@ def _iter_json_array(text: str, path: Path) -> list[tuple[int, Any]]:
         try:
             try:
                 obj, end = decoder.raw_decode(text, position)
+                obj = _checked(obj, text[position:end], position)
             except RecursionError:
                 raise _too_deep(text, position) from None
+            except _Refused as exc:
+                raise json.JSONDecodeError(str(exc), text, position) from None
         except json.JSONDecodeError as exc:
             raise fail(exc.pos, exc.msg) from exc
         items.append((text.count("\n", 0, position) + 1, obj))

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pycountry
 
+from workbench.agl1k_record import TRUE_FIELDS
 from workbench.metrics.continents import continent_of_iso
 
 # The distance error and its refusal rule live in .distance (light: the importers store each
@@ -36,14 +37,7 @@ GEOSCORE_SCALE_KM = 1492.0
 WITHIN_THRESHOLDS_KM = (1, 10, 100, 1000)
 
 
-REQUIRED_COLUMNS = (
-    "true_latitude",
-    "true_longitude",
-    "true_city",
-    "true_country",
-    "true_continent",
-    *PREDICTED_FIELDS,
-)
+REQUIRED_COLUMNS = (*TRUE_FIELDS, *PREDICTED_FIELDS)
 
 # Keys are lower-cased with "," "." ";" removed, exactly as the lookup key is built.
 _AGL1K_COUNTRY_VARIANTS: dict[str, str] = {

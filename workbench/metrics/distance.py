@@ -13,18 +13,12 @@ import numbers
 from dataclasses import dataclass
 from typing import Any
 
+from workbench.agl1k_record import PREDICTED_FIELDS  # noqa: F401 - re-exported for the metrics
+
 REFUSAL_STRINGS = frozenset(
     {"0", "-1", "", "null", "none", "n/a", "na", "unknown", "unable", "cannot", "0.0"}
 )
 REFUSAL_DISTANCE_KM = 10_000.0
-# The fields of a prediction; a record with a refusal value in any of them counts as rejected.
-PREDICTED_FIELDS = (
-    "predicted_latitude",
-    "predicted_longitude",
-    "predicted_city",
-    "predicted_country",
-    "predicted_continent",
-)
 
 
 def is_missing(value: Any) -> bool:

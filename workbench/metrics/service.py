@@ -13,6 +13,7 @@ from sqlalchemy import or_, select
 
 from storage import Store
 from storage.models import AlmRun, Clip, Prediction
+from workbench.agl1k_record import PREDICTED_FIELDS, TRUE_FIELDS
 from workbench.errors import AglwError
 from workbench.metrics.aggregate import map_pairs, map_values, metric_inputs, metrics_of
 from workbench.metrics.continents import continent_of_iso
@@ -35,19 +36,8 @@ NO_SPEECH = "no speech"
 NO_CLIP = "(no clip)"
 NO_CONTINENT = "(missing)"
 
-_RECORD_COLUMNS = (
-    "true_latitude",
-    "true_longitude",
-    "true_city",
-    "true_country",
-    "true_continent",
-    "predicted_latitude",
-    "predicted_longitude",
-    "predicted_city",
-    "predicted_country",
-    "predicted_continent",
-    "distance_error_km",  # stored at import: the metrics do not recompute geodesics
-)
+# stored at import, the distance too: the metrics do not recompute geodesics
+_RECORD_COLUMNS = (*TRUE_FIELDS, *PREDICTED_FIELDS, "distance_error_km")
 # What the distance error is computed from: read only for rows without a stored distance.
 _COORDINATES = ("true_latitude", "true_longitude", "predicted_latitude", "predicted_longitude")
 
