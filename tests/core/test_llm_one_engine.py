@@ -1,0 +1,53 @@
+"""One engine for every question asked of an LLM: no second pool, provider list, fingerprint or private import.
+
+Static checks over the sources: a second implementation appearing in an ALM, judge or error-mode
+module fails here (issue [O], "three engines for one job").
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+KINDS = [REPO / "workbench" / "alm", REPO / "workbench" / "attribution", REPO / "workbench" / "studies" / "error_judges.py"]
+
+
+def _sources(*roots: Path) -> dict[Path, str]:
+    files: dict[Path, str] = {}
+    for root in roots:
+        for path in [root] if root.is_file() else sorted(root.rglob("*.py")):
+            files[path] = path.read_text(encoding="utf-8")
+    return files
+
+
+def test_only_the_engine_runs_a_pool_of_requests() -> None:
+    offenders = [p.relative_to(REPO) for p, text in _sources(*KINDS).items()
+                 if "ThreadPoolExecutor" in text or re.search(r"\bconcurrent\.futures\b", text)]
+    assert offenders == []
+
+
+def test_one_provider_list() -> None:
+    literal = re.compile(r"\(\s*\"openai\",\s*\"openai-compatible\",\s*\"gemini\",\s*\"transformers\"\s*\)")
+    found = [p.relative_to(REPO) for p, text in _sources(REPO / "workbench", REPO / "ui", REPO / "cli").items()
+             if literal.search(text)]
+    assert found == [Path("workbench/llm/providers.py")]
+
+
+def test_one_fingerprint_function() -> None:
+    hashing_json = re.compile(r"hashlib\.sha256\([^)]*(json\.dumps|payload)", re.S)
+    found = [p.relative_to(REPO) for p, text in _sources(*KINDS, REPO / "workbench" / "llm").items()
+             if hashing_json.search(text) or re.search(r"json\.dumps\(.*sort_keys=True.*\)\s*\n\s*return hashlib", text)]
+    assert found == [Path("workbench/llm/fingerprint.py")]
+
+
+def test_no_private_names_imported_across_modules() -> None:
+    private = re.compile(r"^from workbench\.[\w.]+ import \(?[^)\n]*\b_[A-Za-z]\w*|^\s+_[A-Za-z]\w*,\s*$", re.M)
+    offenders = [p.relative_to(REPO) for p, text in _sources(*KINDS, REPO / "workbench" / "llm").items()
+                 if private.search(text)]
+    assert offenders == []
+
+
+def test_no_sql_in_the_alm_runner() -> None:
+    text = (REPO / "workbench" / "alm" / "runner.py").read_text(encoding="utf-8")
+    assert not re.search(r"\b(insert|update|select)\(", text)
