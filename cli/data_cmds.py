@@ -177,13 +177,22 @@ def _check_choice(value: str | None, allowed: tuple[str, ...], option: str) -> N
 def metrics_cmd(
     ctx: typer.Context,
     model: str = typer.Option(..., "--model", help="A model imported with `import predictions`."),
-    profile: str = typer.Option("agl1k", "--profile", help="Metric profile: agl1k or iso."),
+    profile: Optional[str] = typer.Option(
+        None, "--profile", help="Metric profile: agl1k or iso (default: agl1k when the dataset has AGL1K continent "
+        "labels, else iso)."
+    ),
 ) -> None:
     """Leaderboard metrics for one model."""
     _check_choice(profile, PROFILES, "--profile")
     app = app_context(ctx)
     from workbench.metrics.service import model_metrics
 
+    if profile is None:
+        from workbench.metrics.profile_choice import default_profile
+
+        profile = default_profile(app.store(), model)
+        if profile == "iso":
+            say("profile iso: the dataset has no AGL1K continent labels (pass --profile agl1k to score them anyway)")
     result = model_metrics(app.store(), model, profile)  # type: ignore[arg-type]
     if app.json:
         emit_json(result)
@@ -291,7 +300,10 @@ def leaderboard_cmd(
         title += f"; [95 % bootstrap interval, B = {bootstrap:,}, seed {seed}]"
     from workbench.metrics.keys import header
 
-    table = Table(title=title)
+    from workbench.metrics.keys import DISTANCE_HEADER
+
+    table = Table(title=title, caption=f"{DISTANCE_HEADER[0].upper()}{DISTANCE_HEADER[1:]}: the mean over answers "
+                  "with a defined distance; coverage: answers counted / clips in the model's dataset.")
     visible = [c for c in shown.columns if not c.endswith("_ci")]
     for column in visible:
         table.add_column(header(column), justify="left" if column in ("model", "group") else "right")
@@ -300,8 +312,53 @@ def leaderboard_cmd(
     show(table, min_width=200)
 
 
+def compare_cmd(
+    ctx: typer.Context,
+    models: str = typer.Option(..., "--models", help="The two models: A,B."),
+    profile: str = typer.Option("agl1k", "--profile", help="Metric profile: agl1k or iso."),
+    metric: Optional[str] = typer.Option(
+        None, "--metric", help="Only these metrics (comma list of metric keys; default: every one)."),
+    bootstrap: int = typer.Option(2000, "--bootstrap", min=1, help="Paired bootstrap resamples B."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the paired bootstrap."),
+) -> None:
+    """Paired comparison of two models on the clips both answered."""
+    _check_choice(profile, PROFILES, "--profile")
+    names = [m.strip() for m in models.split(",") if m.strip()]
+    if len(names) != 2:
+        raise typer.BadParameter(f"{models!r}: name exactly two models, A,B", param_hint="--models")
+    from workbench.metrics.compare import COMPARED_KEYS, compare_models
+
+    chosen = [m.strip() for m in metric.split(",") if m.strip()] if metric else None
+    for name in chosen or ():
+        _check_choice(name, COMPARED_KEYS, "--metric")
+    app = app_context(ctx)
+    result = compare_models(app.store(), names[0], names[1], profile=profile, metrics=chosen, bootstrap=bootstrap,
+                            seed=seed)
+    if app.json:
+        emit_json(result)
+        return
+    from workbench.metrics.keys import header
+
+    a, b = (escape(n) for n in result["models"])
+    table = Table(title=f"{a} vs {b} on the {result['n_common']:,} clips both answered ({profile} profile); "
+                        f"p-values Holm-corrected over the {len(result['metrics'])} metrics")
+    for column in ("metric", "n", a, b, f"{a} − {b}", "test", "p", "p (Holm)"):
+        table.add_column(column, justify="left" if column in ("metric", "test") else "right")
+    for row in result["metrics"]:
+        p = "–" if row["p_value"] is None else f"{row['p_value']:.3g}"
+        p_holm = "–" if row["p_holm"] is None else f"{row['p_holm']:.3g}"
+        difference = _format(row["metric"], row["difference"])
+        if row.get("ci") and row["ci"][0] is not None:
+            difference += f" [{_format(row['metric'], row['ci'][0])}, {_format(row['metric'], row['ci'][1])}]"
+        test = "McNemar exact" if row["test"] == "mcnemar_exact" else f"paired bootstrap (B = {bootstrap:,})"
+        table.add_row(header(row["metric"]), f"{row['n']:,}", _format(row["metric"], row["a"]),
+                      _format(row["metric"], row["b"]), difference, test, p, p_holm)
+    show(table, min_width=160)
+
+
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the root app."""
     app.add_typer(import_app, name="import")
     app.command("metrics")(metrics_cmd)
     app.command("leaderboard")(leaderboard_cmd)
+    app.command("compare")(compare_cmd)

@@ -29,7 +29,7 @@ from storage import Store
 from storage.models import Clip, CurationClipResult, Dataset, Tag
 from workbench.errors import AglwError
 from workbench.media import clip_audio, dataset_roots
-from workbench.speech import SPEECH_CLASS_ID, is_speech_clip
+from workbench.speech import SPEECH_CLASS_ID, SPEECH_TAG_THRESHOLD, is_speech_clip
 
 SPLIT = "test"  # a benchmark is for evaluation
 TOP_TAGS = 5
@@ -184,6 +184,8 @@ def gather(store: Store, *, dataset: str | None = None, keys: list[str] | None =
                    created_at=info.created_at.isoformat())
     names = category_names(store) if tags else {}
     roots = dataset_roots(store)
+    # the speech rule with the curation run's τ, as the selection applies it
+    tau = float(((run or {}).get("parameters") or {}).get("tau", SPEECH_TAG_THRESHOLD))
     agl1k = any(getattr(c, column) is not None for c in ordered for column in AGL1K_FIELDS.values())
     rows = []
     for clip in ordered:
@@ -204,8 +206,9 @@ def gather(store: Store, *, dataset: str | None = None, keys: list[str] | None =
             clip_tags = sorted(tags.get(clip.id, []), key=lambda t: (-t.probability, t.class_index))
             row["tags"] = [{"id": t.audioset_id, "name": names.get(t.audioset_id, t.audioset_id),
                             "probability": float(t.probability)} for t in clip_tags[:TOP_TAGS]]
-            speech = next((t.probability for t in clip_tags if t.audioset_id == SPEECH_CLASS_ID), None)
-            row["speech"] = is_speech_clip(clip.human_sounds, speech)
+            # A tagged clip without a stored Speech tag scored below the tagger's floor (< τ).
+            speech = next((t.probability for t in clip_tags if t.audioset_id == SPEECH_CLASS_ID), 0.0 if clip_tags else None)
+            row["speech"] = is_speech_clip(clip.human_sounds, speech, tag_threshold=tau)
         else:
             row["speech"] = is_speech_clip(clip.human_sounds, None)
         rows.append(row)
