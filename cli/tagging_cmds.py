@@ -12,6 +12,17 @@ from workbench.errors import InputError
 
 # A summary lists this many failed clips; --json lists all.
 _SHOWN_FAILURES = 20
+# Spelled out here (not imported) so that `aglw --help` stays free of torch; a test checks the
+# figures against workbench.tagging.precision.
+_PRECISION_HELP = ("full (default): IEEE float32 on every device, logits within 1e-4 of the reference; "
+                   "fast: TF32 + bf16 autocast on CUDA, clip probabilities within 2e-2 (timeline 1e-1; "
+                   "same as full on CPU).")
+
+
+def _precision(value: str) -> str:
+    if value not in ("full", "fast"):
+        raise typer.BadParameter(f"{value!r}: expected full or fast")
+    return value
 
 
 def _split(values: list[str] | None) -> list[str] | None:
@@ -21,6 +32,15 @@ def _split(values: list[str] | None) -> list[str] | None:
     if not items or items == ["all"]:
         return None
     return items
+
+
+def _check_device(device: str) -> None:
+    """``cpu``, ``cuda`` or ``cuda:N``; anything else is a usage error (exit 2). Whether CUDA is
+    there is checked later (a handled error, exit 1)."""
+    import re
+
+    if not re.fullmatch(r"cpu|cuda(:\d+)?", device.strip()):
+        raise typer.BadParameter(f"{device!r} is not a device; use cpu, cuda or cuda:N", param_hint="--device")
 
 
 def register(app: typer.Typer) -> None:
@@ -33,18 +53,12 @@ def register(app: typer.Typer) -> None:
             None, "--clips", help="Clip keys (repeat or comma-separate); 'all' or nothing for every clip."
         ),
         model: str = typer.Option("mn10_as", "--model", help="Official EfficientAT AudioSet checkpoint name."),
-def _check_device(device: str) -> None:
-    """``cpu``, ``cuda`` or ``cuda:N``; anything else is a usage error (exit 2). Whether CUDA is
-    there is checked later (a handled error, exit 1)."""
-    import re
-
-    if not re.fullmatch(r"cpu|cuda(:\d+)?", device.strip()):
-        raise typer.BadParameter(f"{device!r} is not a device; use cpu, cuda or cuda:N", param_hint="--device")
-
-
         device: str = typer.Option("cpu", "--device", help="cpu or cuda."),
         workers: int = typer.Option(2, "--workers", min=1, help="Decoding threads (local) or tagger actors (ray)."),
-        batch_size: int = typer.Option(16, "--batch-size", min=1, help="Windows per forward pass."),
+        batch_size: Optional[int] = typer.Option(
+            None, "--batch-size", min=1, help="Windows per forward pass (default 16 on CPU, 256 on a GPU)."),
+        precision: str = typer.Option(
+            "full", "--precision", callback=_precision, help=_PRECISION_HELP),
         new_run: bool = typer.Option(False, "--new-run", help="Start a new run instead of resuming the latest one."),
         engine: str = typer.Option("local", "--engine", help="local (this process) or ray (an actor pool; extra [scale])."),
         ray_address: Optional[str] = typer.Option(None, "--ray-address", help="HOST:PORT of a running Ray cluster (default: start a local one)."),
@@ -54,6 +68,7 @@ def _check_device(device: str) -> None:
         from workbench.tagging.service import tag_clips
 
         app = app_context(ctx)
+        _check_device(device)
         resolve_device(device)
         ontology = load_default_ontology()
         checkpoint = load_named_checkpoint(model, device="cpu")
@@ -67,12 +82,12 @@ def _check_device(device: str) -> None:
                 clip_keys=_split(clips),
                 device=device,
                 workers=workers,
-        _check_device(device)
                 batch_size=batch_size,
                 fresh_run=new_run,
                 task=task,
                 engine=engine,
                 ray_address=ray_address,
+                precision=precision,
             ),
         ).value
         payload = {
@@ -80,6 +95,7 @@ def _check_device(device: str) -> None:
             "model": summary.model,
             "checkpoint_sha256": summary.checkpoint_sha256,
             "device": summary.device,
+            "precision": summary.precision,
             "engine": engine,
             "resumed": summary.resumed,
             "selected": summary.n_selected,
@@ -118,6 +134,7 @@ def _check_device(device: str) -> None:
         top: int = typer.Option(10, "--top", min=0, help="How many top classes to list."),
         device: str = typer.Option("cpu", "--device", help="cpu or cuda."),
         timeline: bool = typer.Option(False, "--timeline", help="Include the per-second timeline of the top classes."),
+        precision: str = typer.Option("full", "--precision", callback=_precision, help=_PRECISION_HELP),
     ) -> None:
         """Tag one audio file without a project."""
         from workbench.audio.loader import load_audio
@@ -126,6 +143,7 @@ def _check_device(device: str) -> None:
         from workbench.tagging.preprocess import SAMPLE_RATE
 
         app = app_context(ctx)
+        _check_device(device)
         if checkpoint is not None and model is not None:
             raise InputError("pass either --model NAME or --checkpoint PATH --arch mnXX, not both")
         if checkpoint is not None:
@@ -139,10 +157,9 @@ def _check_device(device: str) -> None:
         ontology = load_default_ontology()
         audio = load_audio(file, sample_rate=SAMPLE_RATE, mono=True)
         try:
-            result = AudioTagger(loaded.model, device=device).tag(audio.samples[:, 0], timeline=timeline)
+            result = AudioTagger(loaded.model, device=device, precision=precision).tag(audio.samples[:, 0], timeline=timeline)
         except ValueError as exc:
             raise InputError(f"{file}: {exc}") from exc
-        _check_device(device)
         top_indices = result.top(top)
         payload: dict = {
             "model": loaded.name,
@@ -150,6 +167,8 @@ def _check_device(device: str) -> None:
             "checkpoint_sha256": loaded.sha256,
             "file": str(file),
             "sample_rate": SAMPLE_RATE,
+            "device": device,
+            "precision": precision,
             "duration_s": result.duration_s,
             "n_windows": result.n_windows,
             "top": [

@@ -244,8 +244,9 @@ def clip_record(store: Store, key: str) -> dict[str, Any]:
     metadata = {
         name: getattr(clip, name)
         for name in ("key", "title", "description", "city", "country", "continent", "latitude", "longitude",
-                     "altitude", "mp3name", "mp3seconds")
+                     "altitude", "mp3name", "mp3seconds", "licence", "recordist", "url", "recorded_at", "extra")
     }
+    metadata["derived"] = list(clip.derived or [])  # fields the importer derived (datasets.md)
     return {
         **metadata,
         "dataset": dataset.name if dataset else None,

@@ -158,3 +158,62 @@ def test_tag_file_offline_without_an_ontology_says_how_to_provide_it(checkpoint_
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "Traceback" not in err
     assert "cannot download ontology.json" in err and "AGLW_ONTOLOGY" in err
+
+
+def _stored_rows(store, run_id: int) -> dict:  # type: ignore[no-untyped-def]
+    with store.session() as s:
+        keys = {c.id: c.key for c in s.exec(select(Clip)).all()}
+        tags = {(keys[t.clip_id], t.class_index, t.audioset_id, t.probability)
+                for t in s.exec(select(Tag).where(Tag.tagger_run_id == run_id)).all()}
+        lines = {(keys[t.clip_id], t.class_index, t.hop_s, tuple(t.values))
+                 for t in s.exec(select(TagTimeline).where(TagTimeline.tagger_run_id == run_id)).all()}
+        statuses = {(keys[t.clip_id], t.status, t.error)
+                    for t in s.exec(select(TagStatus).where(TagStatus.tagger_run_id == run_id)).all()}
+    return {"tags": tags, "timelines": lines, "statuses": statuses}
+
+
+def test_batched_path_stores_the_rows_of_the_per_clip_path(project, checkpoint_file: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The GPU path (decoding processes, windows of many clips per pass), run on CPU: the same rows."""
+    ontology = load_ontology(*write_small_ontology(tmp_path / "onto"))
+    checkpoint = load_checkpoint(checkpoint_file, "mn01", name="mn01_as")
+    per_clip = tag_clips(project, checkpoint, ontology.classes, workers=2, batched=False)
+    batched = tag_clips(project, checkpoint, ontology.classes, workers=2, batched=True, fresh_run=True)
+    assert batched.run_id != per_clip.run_id and batched.n_tagged == per_clip.n_tagged == 2
+    assert {f.key: f.error for f in batched.failures} == {f.key: f.error for f in per_clip.failures}
+    rows, expected = _stored_rows(project, batched.run_id), _stored_rows(project, per_clip.run_id)
+    assert rows["tags"] and rows["timelines"]
+    assert rows == expected
+
+
+def test_precision_is_recorded_and_keys_the_run(project, checkpoint_file: Path, tmp_path: Path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    from cli.main import main
+
+    ontology = load_ontology(*write_small_ontology(tmp_path / "onto"))
+    checkpoint = load_checkpoint(checkpoint_file, "mn01", name="mn01_as")
+    fast = tag_clips(project, checkpoint, ontology.classes, clip_keys=["a"], precision="fast")
+    assert fast.precision == "fast"
+    with project.session() as s:
+        run = s.get(TaggerRun, fast.run_id)
+        assert run.parameters["precision"] == "fast" and run.device == "cpu"
+    # a conformant run never resumes a fast one (its numbers may differ by the fast tolerance)
+    full = tag_clips(project, checkpoint, ontology.classes, clip_keys=["a"])
+    assert full.run_id != fast.run_id and not full.resumed and full.n_tagged == 1
+    with project.session() as s:
+        assert s.get(TaggerRun, full.run_id).parameters["precision"] == "full"
+    again = tag_clips(project, checkpoint, ontology.classes, clip_keys=["a"], precision="fast")
+    assert again.run_id == fast.run_id and again.resumed and again.n_skipped == 1
+
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / "mn01_as.pt").write_bytes(checkpoint_file.read_bytes())
+    monkeypatch.setenv("AGLW_EFFICIENTAT_DIR", str(models))
+    monkeypatch.setenv("AGLW_ONTOLOGY", str(write_small_ontology(tmp_path / "onto2")[0]))
+    db = str(project.sqlite_path)
+    assert main(["--db", db, "--json", "tag", "--clips", "b", "--model", "mn01_as", "--precision", "fast",
+                 "--new-run"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["precision"] == "fast" and payload["device"] == "cpu"
+    with project.session() as s:
+        assert s.get(TaggerRun, payload["run_id"]).parameters["precision"] == "fast"
+    assert main(["--db", db, "tag", "--clips", "b", "--model", "mn01_as", "--precision", "half"]) == 2
+    assert "expected full or fast" in capsys.readouterr().err

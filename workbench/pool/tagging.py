@@ -31,10 +31,19 @@ class RemoteTagResult:
     error: str
 
 
-class _TaggerActor:
-    """Holds one model (loaded once, on a GPU when the actor was given one) and tags clip batches."""
+_COLUMNS = ("key", "probabilities", "duration_s", "n_windows", "timeline", "hop_s", "error")
+# Clips handed to a GPU actor at once: their windows share the passes (workbench.tagging.batched).
+GPU_CLIPS_PER_CALL = 32
 
-    def __init__(self, arch: str, weights: Any, batch_size: int) -> None:
+
+class _TaggerActor:
+    """Holds one model (loaded once, on a GPU when the actor was given one) and tags clip batches.
+
+    Per clip (``batched`` false) it decodes and tags each clip itself; batched, it gets clips
+    decoded by the CPU stage before it and runs their windows through shared passes.
+    """
+
+    def __init__(self, arch: str, weights: Any, batch_size: int, precision: str = "full", batched: bool = False) -> None:
         import ray
         import torch
 
@@ -46,37 +55,70 @@ class _TaggerActor:
         model.load_state_dict(state_dict, strict=True)
         device = "cuda" if torch.cuda.is_available() and ray.get_gpu_ids() else "cpu"
         # One thread per actor: the pool's parallelism is its actors, as many as CPUs given.
-        self.tagger = AudioTagger(model.eval(), device=device, batch_size=batch_size, threads=1)
+        self.tagger = AudioTagger(model.eval(), device=device, batch_size=batch_size, threads=1, precision=precision)
+        self.batched = batched
 
-    def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
-        from workbench.errors import AglwError
-        from workbench.tagging.service import decode_for_tagging
+    def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
+        if self.batched:
+            return self._batched(batch)
+        from workbench.tagging.decode import decode_or_error
 
-        out: dict[str, list[Any]] = {name: [] for name in
-                                     ("key", "probabilities", "duration_s", "n_windows", "timeline", "hop_s", "error")}
+        out: dict[str, list[Any]] = {name: [] for name in _COLUMNS}
         for key, path in zip(batch["key"], batch["path"]):
+            samples, error = decode_or_error(str(path))
             try:
-                result = self.tagger.tag(decode_for_tagging(str(path)))
-            except (AglwError, ValueError, OSError) as exc:
-                out["key"].append(str(key))
-                out["probabilities"].append(np.zeros(0, dtype=np.float32))
-                out["duration_s"].append(0.0)
-                out["n_windows"].append(0)
-                out["timeline"].append(np.zeros((0, 0), dtype=np.float32))
-                out["hop_s"].append(0.0)
-                out["error"].append(str(exc) or type(exc).__name__)
-                continue
-            out["key"].append(str(key))
-            out["probabilities"].append(np.asarray(result.probabilities, dtype=np.float32))
-            out["duration_s"].append(float(result.duration_s))
-            out["n_windows"].append(int(result.n_windows))
-            timeline = result.timeline if result.timeline is not None else np.zeros((0, 0), dtype=np.float32)
-            out["timeline"].append(np.asarray(timeline, dtype=np.float32))
-            out["hop_s"].append(float(result.timeline_hop_s))
-            out["error"].append("")
-        # Ragged timelines (clips differ in length) travel as object columns.
-        return {name: (np.array(values, dtype=object) if name in ("probabilities", "timeline") else values)
-                for name, values in out.items()}
+                result = self.tagger.tag(samples) if samples is not None else error
+            except ValueError as exc:
+                result = str(exc)
+            _append(out, str(key), result)
+        return _as_columns(out)
+
+    def _batched(self, batch: dict[str, Any]) -> dict[str, Any]:
+        from workbench.tagging.batched import tag_many
+
+        out: dict[str, list[Any]] = {name: [] for name in _COLUMNS}
+        decoded = []
+        for key, samples, error in zip(batch["key"], batch["samples"], batch["error"]):
+            if error:
+                _append(out, str(key), str(error))
+            else:
+                decoded.append((str(key), samples))
+        for key, result in tag_many(self.tagger, decoded):
+            _append(out, key, str(result) if isinstance(result, ValueError) else result)
+        return _as_columns(out)
+
+
+def _decode_batch(batch: dict[str, Any]) -> dict[str, Any]:
+    """The CPU stage of the batched path: each clip decoded to mono 32 kHz (or its error)."""
+    from workbench.tagging.decode import decode_or_error
+
+    keys, samples, errors = [], [], []
+    for key, path in zip(batch["key"], batch["path"]):
+        decoded, error = decode_or_error(str(path))
+        keys.append(str(key))
+        samples.append(decoded if decoded is not None else np.zeros(0, dtype=np.float32))
+        errors.append(error)
+    return {"key": keys, "samples": np.array(samples + [None], dtype=object)[:-1], "error": errors}
+
+
+def _append(out: dict[str, list[Any]], key: str, result: Any) -> None:
+    """One clip's row: the result's arrays, or (a string) its error."""
+    failed = isinstance(result, str)
+    out["key"].append(key)
+    out["probabilities"].append(np.zeros(0, dtype=np.float32) if failed else np.asarray(result.probabilities, dtype=np.float32))
+    out["duration_s"].append(0.0 if failed else float(result.duration_s))
+    out["n_windows"].append(0 if failed else int(result.n_windows))
+    timeline = None if failed else result.timeline
+    out["timeline"].append(np.zeros((0, 0), dtype=np.float32) if timeline is None else np.asarray(timeline, dtype=np.float32))
+    out["hop_s"].append(0.0 if failed else float(result.timeline_hop_s))
+    out["error"].append((result or "tagging failed") if failed else "")
+
+
+def _as_columns(out: dict[str, list[Any]]) -> dict[str, Any]:
+    # Ragged arrays (clips differ in length) travel as object columns; the trailing None keeps
+    # numpy from stacking equally long ones into one 2-D array.
+    return {name: (np.array(values + [None], dtype=object)[:-1] if name in ("probabilities", "timeline") else values)
+            for name, values in out.items()}
 
 
 def ray_tag(
@@ -89,6 +131,8 @@ def ray_tag(
     workers: int,
     shard_size: int = 16,
     gpus_per_actor: float = 0.0,
+    precision: str = "full",
+    batched: bool = False,
 ) -> Iterator[list[RemoteTagResult]]:
     """Tag ``(key, audio path)`` items on Ray; yield results in shards as they arrive.
 
@@ -101,19 +145,34 @@ def ray_tag(
     workers
         Actors in the pool.
     gpus_per_actor
-        GPUs each actor asks for (0 on CPU machines).
+        GPUs each actor asks for (0 on CPU machines). With GPUs there is one actor per GPU of
+        the cluster (``workers`` is then the number of decoding tasks at a time).
+    precision
+        ``full`` or ``fast`` (:mod:`workbench.tagging.precision`).
+    batched
+        Decode in a CPU stage (Ray tasks) and hand each actor :data:`GPU_CLIPS_PER_CALL` decoded
+        clips whose windows share the passes — the local engine's batched path on every GPU.
     """
     ray = connect_ray(address, workers)
     if not items:
         return
-    actors = max(1, min(workers, len(items)))  # an actor per clip at most: each one loads the model
+    if gpus_per_actor > 0:
+        gpus = int(ray.cluster_resources().get("GPU", 0))
+        actors = max(1, min(gpus or 1, len(items)))
+    else:
+        actors = max(1, min(workers, len(items)))  # an actor per clip at most: each one loads the model
     weights = ray.put({name: tensor.detach().cpu() for name, tensor in state_dict.items()})
     dataset = ray.data.from_items([{"key": key, "path": path} for key, path in items],
-                                  override_num_blocks=max(1, min(len(items), 4 * actors)))
+                                  override_num_blocks=max(1, min(len(items), 4 * max(actors, workers))))
+    clips_per_call = 1
+    if batched:
+        dataset = dataset.map_batches(_decode_batch, batch_size=1, batch_format="numpy", num_cpus=1)
+        clips_per_call = GPU_CLIPS_PER_CALL
     tagged = dataset.map_batches(
         _TaggerActor,
-        fn_constructor_kwargs={"arch": arch, "weights": weights, "batch_size": batch_size},
-        batch_size=1,
+        fn_constructor_kwargs={"arch": arch, "weights": weights, "batch_size": batch_size, "precision": precision,
+                               "batched": batched},
+        batch_size=clips_per_call,
         batch_format="numpy",
         compute=ray.data.ActorPoolStrategy(size=actors),
         num_cpus=1,

@@ -47,6 +47,7 @@ from torch import nn
 from torch.nn.utils.fusion import fuse_conv_bn_eval
 
 from workbench.tagging.model import ConvNormActivation, MobileNetAudioTagger
+from workbench.tagging.precision import DEFAULT_PRECISION, autocast, check_precision, effective, float32_precision
 from workbench.tagging.preprocess import FRAMES_PER_SECOND, MIN_SAMPLES, SAMPLE_RATE, LogMelFrontEnd
 
 log = logging.getLogger(__name__)
@@ -58,6 +59,9 @@ CLIP_HOP_S = 5.0
 TIMELINE_HOP_S = 1.0
 COLUMN_FRAMES = 32  # input frames per column of the last feature map (five stride-2 stages)
 DEFAULT_BATCH_SIZE = 16
+# Windows per pass on a GPU: the network reaches about twice its per-clip rate when windows of
+# many clips share a pass (512 measured on an H200; 256 keeps a pass under ~0.5 GB of input).
+DEFAULT_GPU_BATCH_SIZE = 256
 # On CPU a forward pass holds at most this many log-mel frames (two 10 s windows): bigger
 # batches spill the activations out of the cache and run slower per window, not faster.
 CPU_FRAMES_PER_PASS = 2_000
@@ -252,6 +256,10 @@ class AudioTagger:
     optimise
         CPU only: switch to the frozen oneDNN graph of the network once the tagger has run
         :data:`OPTIMISE_AFTER_WINDOWS` windows (same outputs up to float rounding).
+    precision
+        ``full`` (default: IEEE float32 on every device, whatever PyTorch's process-wide TF32
+        settings are) or ``fast`` (TF32 and bf16 autocast on CUDA); see
+        :mod:`workbench.tagging.precision`.
     """
 
     def __init__(
@@ -262,12 +270,16 @@ class AudioTagger:
         batch_size: int = DEFAULT_BATCH_SIZE,
         threads: int | None = None,
         optimise: bool = True,
+        precision: str = DEFAULT_PRECISION,
     ) -> None:
+        check_precision(precision)
         if batch_size < 1:
             raise ValueError(f"batch size must be at least 1, got {batch_size}")
         if threads is not None and threads < 1:
             raise ValueError(f"threads must be at least 1, got {threads}")
         self.device = torch.device(device)
+        self.precision = precision
+        self._effective_precision = effective(self.device, precision)
         # channels-last lets oneDNN / cuDNN run the depthwise convolutions without layout
         # conversions; results are unchanged.
         self.model = _fold_batch_norm(model.eval()).to(self.device, memory_format=torch.channels_last)
@@ -297,22 +309,32 @@ class AudioTagger:
 
     def log_mel(self, waveform: np.ndarray) -> torch.Tensor:
         """(128, frames) log-mel of a mono 32 kHz waveform, on the tagger's device."""
-        samples = torch.as_tensor(np.ascontiguousarray(waveform, dtype=np.float32), device=self.device)
-        with torch.inference_mode():
+        samples = self._to_device(np.ascontiguousarray(waveform, dtype=np.float32))
+        with torch.inference_mode(), self._float32():
             return self.front_end(samples.reshape(1, -1), block_map=self._map)[0]
+
+    def _to_device(self, samples: np.ndarray) -> torch.Tensor:
+        """The samples on the tagger's device; to a GPU from pinned memory without blocking the host."""
+        tensor = torch.from_numpy(samples)
+        if self.device.type != "cuda":
+            return tensor
+        # A pinned copy is DMA'd while the host goes on (the network's work already queued on
+        # the stream keeps the GPU busy meanwhile); the stream orders the copy before its use.
+        return tensor.pin_memory().to(self.device, non_blocking=True)
+
+    def _float32(self) -> AbstractContextManager[None]:
+        """PyTorch's float32 precision for this tagger (process-wide while inside)."""
+        return float32_precision(self._effective_precision)
 
     def feature_columns(self, mel_windows: torch.Tensor) -> torch.Tensor:
         """Frequency-averaged last feature maps (n, C, columns) of equally long log-mel windows (n, 128, frames)."""
         self._maybe_optimise(mel_windows.shape[0])
-        frames = mel_windows.shape[-1]
-        per_pass = self.batch_size
-        if self.device.type == "cpu":
-            per_pass = max(1, min(per_pass, CPU_FRAMES_PER_PASS // max(1, frames)))
+        per_pass = self.pass_size(mel_windows.shape[-1])
         batches = [mel_windows[start : start + per_pass] for start in range(0, mel_windows.shape[0], per_pass)]
         return torch.cat(list(self._map(self._run_trunk, batches)))
 
     def _run_trunk(self, batch: torch.Tensor) -> torch.Tensor:
-        with torch.inference_mode():
+        with torch.inference_mode(), self._float32(), autocast(self.device, self.precision):
             mel = batch.unsqueeze(1)
             if not self.optimised:
                 mel = mel.contiguous(memory_format=torch.channels_last)
@@ -343,7 +365,7 @@ class AudioTagger:
 
     def head(self, pooled: torch.Tensor) -> torch.Tensor:
         """Logits (n, 527) of pooled feature vectors (n, C), through the model's classifier head."""
-        with torch.inference_mode():
+        with torch.inference_mode(), self._float32(), autocast(self.device, self.precision):
             return self._head(pooled.to(self.device)).float()
 
     def logits(self, mel_windows: torch.Tensor) -> torch.Tensor:
@@ -372,43 +394,84 @@ class AudioTagger:
             Fewer than :data:`~workbench.tagging.preprocess.MIN_SAMPLES` samples (16 ms), or
             non-finite samples.
         """
-        samples = np.asarray(waveform, dtype=np.float32).reshape(-1)
-        if samples.size < MIN_SAMPLES:
-            raise ValueError(
-                f"the audio is too short to tag ({samples.size} samples; the front end needs at least "
-                f"{MIN_SAMPLES}, 16 ms at 32 kHz)"
-            )
-        if not np.isfinite(samples).all():
-            raise ValueError("the audio holds NaN or infinite samples")
+        samples = checked_samples(waveform)
         with self._kernel_scope():
             return self.tag_log_mel(self.log_mel(samples), samples.size, timeline=timeline)
 
     def tag_log_mel(self, mel: torch.Tensor, n_samples: int, *, timeline: bool = True) -> TagResult:
         """Like :meth:`tag`, from the clip's log-mel (:meth:`log_mel`) and its length in samples."""
-        with self._kernel_scope():
-            return self._tag_log_mel(mel, n_samples, timeline)
+        with self._kernel_scope(), self._float32():
+            starts, width, windows = clip_windows(mel, n_samples)
+            columns = self.feature_columns(windows)  # (n_windows, C, n_columns)
+            return results_to_host([self.finish(columns, starts, width, n_samples, timeline)])[0]
 
-    def _tag_log_mel(self, mel: torch.Tensor, n_samples: int, timeline: bool) -> TagResult:
-        total = mel.shape[1]
-        starts = clip_window_starts(total, n_samples)
-        if starts is None:
-            starts, width = [0], total
-            windows = mel.unsqueeze(0)
-        else:
-            width = int(CLIP_WINDOW_S * FRAMES_PER_SECOND)
-            windows = torch.stack([mel[:, s : s + width] for s in starts])
-        columns = self.feature_columns(windows)  # (n_windows, C, n_columns)
+    def pass_size(self, frames: int) -> int:
+        """Windows of ``frames`` frames per forward pass (on CPU also ≤ :data:`CPU_FRAMES_PER_PASS` frames)."""
+        if self.device.type == "cpu":
+            return max(1, min(self.batch_size, CPU_FRAMES_PER_PASS // max(1, frames)))
+        return self.batch_size
+
+    def finish(self, columns: torch.Tensor, starts: Sequence[int], width: int, n_samples: int,
+               timeline: bool) -> DeviceResult:
+        """A clip's result from the feature columns of its windows, still on the device (no sync).
+
+        The clip probabilities are the maximum over windows; the timeline pools the columns of
+        each second (module rules). Both paths — one clip at a time and windows of many clips
+        batched — end here, so they pool identically.
+        """
         duration_s = n_samples / SAMPLE_RATE
         per_second = None
-        with torch.inference_mode():
+        with torch.inference_mode(), self._float32():
             clip_probabilities = torch.sigmoid(self.head(columns.mean(dim=2))).amax(dim=0)
             if timeline:
                 weights = torch.from_numpy(timeline_pooling(starts, width, columns.shape[2], duration_s)).to(columns.device)
                 flat = columns.permute(0, 2, 1).reshape(-1, columns.shape[1])  # (n_windows * n_columns, C)
-                per_second = torch.sigmoid(self.head(weights @ flat)).cpu().numpy()
-        return TagResult(
-            probabilities=clip_probabilities.cpu().numpy(),
-            duration_s=duration_s,
-            n_windows=len(starts),
-            timeline=per_second,
+                per_second = torch.sigmoid(self.head(weights @ flat))
+        return DeviceResult(clip_probabilities, duration_s, len(starts), per_second)
+
+
+@dataclass(frozen=True)
+class DeviceResult:
+    """A :class:`TagResult` whose arrays are still tensors on the tagger's device."""
+
+    probabilities: torch.Tensor
+    duration_s: float
+    n_windows: int
+    timeline: torch.Tensor | None
+
+
+def results_to_host(results: Sequence[DeviceResult]) -> list[TagResult]:
+    """Copy results off the device: all copies queued first, so a GPU waits once, not once per array."""
+    tensors = [t for r in results for t in (r.probabilities, r.timeline) if t is not None]
+    on_host = iter([t.to("cpu", non_blocking=True) if t.is_cuda else t for t in tensors])
+    if any(t.is_cuda for t in tensors):
+        torch.cuda.synchronize(tensors[0].device)  # non-blocking copies to pageable memory: wait before reading
+    out = []
+    for r in results:
+        probabilities = next(on_host).numpy()
+        timeline = next(on_host).numpy() if r.timeline is not None else None
+        out.append(TagResult(probabilities=probabilities, duration_s=r.duration_s, n_windows=r.n_windows,
+                             timeline=timeline))
+    return out
+
+
+def checked_samples(waveform: np.ndarray) -> np.ndarray:
+    """The waveform as contiguous float32 (n,); ValueError when it is too short or not finite."""
+    samples = np.ascontiguousarray(np.asarray(waveform, dtype=np.float32).reshape(-1))
+    if samples.size < MIN_SAMPLES:
+        raise ValueError(
+            f"the audio is too short to tag ({samples.size} samples; the front end needs at least "
+            f"{MIN_SAMPLES}, 16 ms at 32 kHz)"
         )
+    if not np.isfinite(samples).all():
+        raise ValueError("the audio holds NaN or infinite samples")
+    return samples
+
+
+def clip_windows(mel: torch.Tensor, n_samples: int) -> tuple[list[int], int, torch.Tensor]:
+    """(window starts, window width in frames, windows (n, 128, width)) of a clip's log-mel."""
+    starts = clip_window_starts(mel.shape[1], n_samples)
+    if starts is None:
+        return [0], mel.shape[1], mel.unsqueeze(0)
+    width = int(CLIP_WINDOW_S * FRAMES_PER_SECOND)
+    return starts, width, torch.stack([mel[:, s : s + width] for s in starts])

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch import nn
 
-SAMPLE_RATE = 32_000
+from workbench.tagging.decode import SAMPLE_RATE
 N_FFT = 1024
 WIN_LENGTH = 800
 HOP = 320

@@ -30,12 +30,12 @@ from sqlmodel import delete, select
 
 from storage import Store
 from storage.models import Clip, MediaRoot, Tag, TaggerRun, TagStatus, TagTimeline, utcnow
-from workbench.audio.loader import load_audio
 from workbench.errors import AglwError, InputError
 from workbench.tagging.assets import LoadedCheckpoint
-from workbench.tagging.inference import AudioTagger, TagResult
+from workbench.tagging.decode import decode_for_tagging
+from workbench.tagging.inference import DEFAULT_GPU_BATCH_SIZE, AudioTagger, TagResult
 from workbench.tagging.ontology import AudioSetClass
-from workbench.tagging.preprocess import SAMPLE_RATE
+from workbench.tagging.precision import DEFAULT_PRECISION, check_precision
 from workbench.tasks import TaskCancelled, TaskContext
 
 log = logging.getLogger(__name__)
@@ -60,6 +60,7 @@ class TagRunSummary:
     checkpoint_sha256: str
     device: str
     n_selected: int
+    precision: str = DEFAULT_PRECISION
     n_tagged: int = 0
     n_skipped: int = 0
     failures: list[ClipFailure] = field(default_factory=list)
@@ -85,12 +86,6 @@ def _resolve(job: _ClipJob) -> Path:
     if not status.ok or status.path is None:
         raise InputError(status.message or f"clip {job.key}: no audio")
     return status.path
-
-
-def decode_for_tagging(path: str | Path) -> np.ndarray:
-    """The tagger's input: the recording as mono at 32 kHz (both engines decode through this)."""
-    audio = load_audio(path, sample_rate=SAMPLE_RATE, mono=True)
-    return audio.samples[:, 0]
 
 
 def _decode(job: _ClipJob) -> np.ndarray:
@@ -178,8 +173,21 @@ def _local_outcomes(jobs: Sequence[_ClipJob], tagger: AudioTagger, workers: int)
             yield job, None, str(exc)
 
 
+def _batched_local_outcomes(jobs: Sequence[_ClipJob], tagger: AudioTagger, workers: int) -> Iterator[Outcome]:
+    """Decode in processes, windows of many clips per pass (:mod:`workbench.tagging.pipeline`)."""
+    from workbench.tagging.pipeline import batched_outcomes
+
+    resolved: list[tuple[_ClipJob, str]] = []
+    for job in jobs:
+        try:
+            resolved.append((job, str(_resolve(job))))
+        except AglwError as exc:
+            yield job, None, str(exc)
+    yield from batched_outcomes(resolved, tagger, workers=workers)
+
+
 def _ray_outcomes(jobs: Sequence[_ClipJob], checkpoint: LoadedCheckpoint, *, device: str, batch_size: int,
-                  address: str | None, workers: int) -> Iterator[Outcome]:
+                  address: str | None, workers: int, precision: str, batched: bool) -> Iterator[Outcome]:
     """The same outcomes from a Ray actor pool (see :mod:`workbench.pool.tagging`)."""
     from workbench.pool.tagging import ray_tag
 
@@ -193,7 +201,7 @@ def _ray_outcomes(jobs: Sequence[_ClipJob], checkpoint: LoadedCheckpoint, *, dev
     shards = ray_tag(
         [(job.key, str(path)) for job, path in resolved], arch=checkpoint.arch,
         state_dict=checkpoint.model.state_dict(), batch_size=batch_size, address=address, workers=workers,
-        gpus_per_actor=1.0 if device.startswith("cuda") else 0.0,
+        gpus_per_actor=1.0 if device.startswith("cuda") else 0.0, precision=precision, batched=batched,
     )
     for shard in shards:
         for remote in shard:
@@ -257,11 +265,13 @@ def tag_clips(
     clip_keys: Sequence[str] | None = None,
     device: str = "cpu",
     workers: int = 2,
-    batch_size: int = 16,
+    batch_size: int | None = None,
     fresh_run: bool = False,
     task: TaskContext | None = None,
     engine: str = "local",
     ray_address: str | None = None,
+    precision: str = DEFAULT_PRECISION,
+    batched: bool | None = None,
 ) -> TagRunSummary:
     """Tag the project's clips (all, or those keys) and store the results run by run.
 
@@ -276,11 +286,18 @@ def tag_clips(
     clip_keys
         Clip keys to tag; None for every clip.
     device
-        ``cpu`` or ``cuda``.
+        ``cpu`` or ``cuda``; recorded with the run.
     workers
-        Decoding threads.
+        Decoding threads (per-clip path) or processes (batched path).
     batch_size
-        Windows per forward pass.
+        Windows per forward pass (default: 16, capped by the cache on CPU; 256 on a GPU).
+    precision
+        ``full`` (IEEE float32 on every device, the conformance promise) or ``fast`` (TF32 and
+        bf16 autocast on CUDA; :data:`workbench.tagging.precision.FAST_TOLERANCE`). Part of the
+        run's parameters: a run resumes only a run of the same precision.
+    batched
+        Windows of many clips per pass, decoding in processes (:mod:`workbench.tagging.pipeline`);
+        the same rows as one clip at a time. Default: on CUDA (and on Ray actors with a GPU).
     fresh_run
         Start a new run instead of resuming the latest matching one.
     engine, ray_address
@@ -307,6 +324,16 @@ def tag_clips(
         raise InputError(f"--engine {engine!r}: expected local or ray")
     if engine == "local" and ray_address:
         raise InputError("--ray-address goes with --engine ray")
+    try:
+        check_precision(precision)
+    except ValueError as exc:
+        raise InputError(f"--precision: {exc}") from None
+    on_gpu = device.startswith("cuda")
+    batched = on_gpu if batched is None else batched
+    if batch_size is None:
+        batch_size = DEFAULT_GPU_BATCH_SIZE if on_gpu else 16
+    if batch_size < 1:
+        raise InputError(f"--batch-size must be at least 1, got {batch_size}")
     if engine == "ray":
         from workbench.pool.engines import connect_ray
 
@@ -317,11 +344,14 @@ def tag_clips(
     if not clip_keys:
         unlinked = [job.key for job in jobs if not job.audio_path]
         jobs = [job for job in jobs if job.audio_path]
-    parameters = {"arch": checkpoint.arch, "tag_floor": TAG_FLOOR, "tag_min_top": TAG_MIN_TOP, "timeline_top_k": TIMELINE_TOP_K}
+    # The precision changes the numbers, so it keys the run (a fast run never resumes a full one);
+    # the device and the batching do not (same numbers up to float rounding).
+    parameters = {"arch": checkpoint.arch, "tag_floor": TAG_FLOOR, "tag_min_top": TAG_MIN_TOP,
+                  "timeline_top_k": TIMELINE_TOP_K, "precision": precision}
     run_id, resumed = _open_run(store, checkpoint, device, parameters, fresh_run)
     summary = TagRunSummary(
         run_id=run_id, model=checkpoint.name, checkpoint_sha256=checkpoint.sha256, device=device,
-        n_selected=len(jobs), resumed=resumed, no_audio=unlinked,
+        n_selected=len(jobs), resumed=resumed, no_audio=unlinked, precision=precision,
     )
     with store.session() as session:
         done = set(
@@ -335,15 +365,19 @@ def tag_clips(
     task.set_total(len(jobs))
     if summary.n_skipped:
         task.advance(summary.n_skipped)
-    tagger = AudioTagger(checkpoint.model, device=device, batch_size=batch_size) if engine == "local" else None
+    tagger = (AudioTagger(checkpoint.model, device=device, batch_size=batch_size, precision=precision)
+              if engine == "local" else None)
     final_status = "failed"
+    outcomes: Iterator[Outcome] | None = None
     try:
         task.check_cancel()
-        if tagger is not None:
+        if tagger is not None and batched:
+            outcomes = _batched_local_outcomes(todo, tagger, workers)
+        elif tagger is not None:
             outcomes = _local_outcomes(todo, tagger, workers)
         else:
             outcomes = _ray_outcomes(todo, checkpoint, device=device, batch_size=batch_size,
-                                     address=ray_address, workers=workers)
+                                     address=ray_address, workers=workers, precision=precision, batched=batched)
         for job, result, error in outcomes:
             if result is None:
                 message = error
@@ -361,6 +395,8 @@ def tag_clips(
         final_status = "cancelled"
         raise
     finally:
+        if outcomes is not None:
+            outcomes.close()  # type: ignore[attr-defined] - generators: stop decoders, threads and actors now
         if tagger is not None:
             tagger.close()
         with store.write() as session:
