@@ -78,7 +78,7 @@ def make_project(tmp_path: Path, n: int = 6) -> AlmProject:
 
     media = tmp_path / "media"
     media.mkdir()
-    rows = [clip_row(i, latitude=40 + i, longitude=-3 - i, country="Spain" if i % 2 else "France") for i in range(1, n + 1)]
+    rows = [clip_row(i, latitude=40 + i % 45, longitude=-3 - i % 170, country="Spain" if i % 2 else "France") for i in range(1, n + 1)]
     keys = [row[0] for row in rows]
     for i, key in enumerate(keys):
         write_tone(media / f"{key}.wav", i)
