@@ -70,13 +70,21 @@ def clips_show(ctx: typer.Context, key: str = typer.Argument(..., help="The clip
         emit_json(record)
         return
     audio = record["audio"]
+    derived = " [" + ", ".join(record["derived"]) + " derived from the coordinates]" if record["derived"] else ""
     lines = [
         f"{record['key']}  ({record['dataset']})",
         f"title: {record['title'] or ''}",
         f"place: {record['city'] or '?'}, {record['country'] or '?'} ({record['continent'] or '?'})  "
-        f"lat {record['latitude']}, lon {record['longitude']}",
+        f"lat {record['latitude']}, lon {record['longitude']}{derived}",
         f"audio: {audio['path'] if audio['state'] == 'ok' else audio['message']}",
     ]
+    credits = [f"{name} {record[name]}" for name in ("licence", "recordist", "url", "recorded_at") if record[name]]
+    if credits:
+        lines.append("source: " + "; ".join(credits))
+    if record["extra"]:
+        import json
+
+        lines.append("extra: " + json.dumps(record["extra"], ensure_ascii=False, sort_keys=True))
     if audio["sample_rate"]:
         lines.append(f"       {audio['n_channels']} ch, {audio['sample_rate']} Hz, {audio['duration_s']:.1f} s, "
                      f"layout {audio['layout'] or 'unknown'}")

@@ -260,3 +260,19 @@ def test_cli_table_import_and_one_line_error(tmp_path, capsys):
     assert main(["--db", db, "import", "dataset", "--format", "table", str(table), "--mapping", str(bad), "--name", "y"]) == 1
     err = capsys.readouterr().err
     assert "bad.toml, [columns] title" in err and len(err.strip().splitlines()) == 1
+
+
+def test_clips_show_lists_extra_metadata_and_derived_fields(tmp_path, capsys):
+    db = str(tmp_path / "p.sqlite")
+    table = write_table(tmp_path / "t.csv", ROWS)
+    assert main(["--db", db, "import", "dataset", "--format", "table", str(table), "--mapping",
+                 str(write_mapping(tmp_path / "m.toml"))]) == 0
+    capsys.readouterr()
+    assert main(["--db", db, "--json", "clips", "show", "xc-2"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["extra"] == {"habitat": ""} and record["derived"] == ["country", "continent"]
+    assert (record["licence"], record["recordist"]) == ("CC BY-NC 4.0", "Ken")
+    assert main(["--db", db, "clips", "show", "xc-1"]) == 0
+    out = capsys.readouterr().out
+    assert "[continent derived from the coordinates]" in out and "licence CC BY-NC 4.0; recordist Ana" in out
+    assert 'extra: {"habitat": "urban"}' in out

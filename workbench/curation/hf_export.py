@@ -125,8 +125,9 @@ def _choose_clips(session: Any, dataset: str | None, keys: list[str] | None, sel
 
 def _curation(session: Any, run_id: int | None, clip_ids: list[int]) -> tuple[dict[str, Any] | None, dict[int, Any]]:
     if run_id is None:
-        latest = session.execute(select(CurationClipResult.run_id).order_by(CurationClipResult.run_id.desc())).first()
-        run_id = int(latest[0]) if latest else None
+        from workbench.project import latest_curation_run_id
+
+        run_id = latest_curation_run_id(session)
     if run_id is None:
         return None, {}
     results = {
