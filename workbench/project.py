@@ -97,6 +97,23 @@ def current_tagger_run(session: Session) -> TaggerRun | None:
     return session.get(TaggerRun, run_id) if run_id is not None else None
 
 
+def speech_probabilities(
+    session: Session, clip_ids: Sequence[int] | None = None, *, tagger_run_id: int | None = None
+) -> dict[int, float]:
+    """Clip id → probability of the Speech tag (the input of :func:`workbench.speech.is_speech_clip`)
+    in ``tagger_run_id`` (default: the current tagger run); clips without the tag are absent."""
+    from workbench.speech import SPEECH_CLASS_ID
+    from storage.models import Tag
+
+    run_id = tagger_run_id if tagger_run_id is not None else current_tagger_run_id(session)
+    if run_id is None:
+        return {}
+    query = select(Tag.clip_id, Tag.probability).where(Tag.tagger_run_id == run_id, Tag.audioset_id == SPEECH_CLASS_ID)
+    if clip_ids is not None:
+        query = query.where(col(Tag.clip_id).in_(list(clip_ids)))
+    return {int(clip_id): float(probability) for clip_id, probability in session.exec(query)}
+
+
 def latest_curation_run_id(session: Session, *, before: int | None = None) -> int | None:
     """The stored fit everyone reads: the curation run stored last (highest id; ``before``: the
     last one stored before that run). Not ``created_at``: clocks of team members differ, the

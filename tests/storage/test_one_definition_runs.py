@@ -49,3 +49,21 @@ def test_no_second_latest_curation_run_rule() -> None:
             if relative != "workbench/project.py" and rule.search(path.read_text(encoding="utf-8")):
                 offenders.append(relative)
     assert not offenders, offenders
+
+
+def test_no_second_speech_tag_query() -> None:
+    """The Speech tag is read by workbench.project.speech_probabilities alone; the rule over it is
+    workbench.speech.is_speech_clip (the selection's inline copy of the rule is gone)."""
+    root = Path(__file__).resolve().parents[2]
+    query = re.compile(r"Tag\.audioset_id\s*==\s*(SPEECH|\"/m/09x0r\")")
+    inline_rule = re.compile(r">=\s*HUMAN_SOUNDS")
+    offenders = []
+    for folder in ("workbench", "ui", "cli"):
+        for path in sorted((root / folder).rglob("*.py")):
+            relative = path.relative_to(root).as_posix()
+            text = path.read_text(encoding="utf-8")
+            if relative != "workbench/project.py" and query.search(text):
+                offenders.append(f"{relative}: queries the Speech tag")
+            if relative != "workbench/speech.py" and inline_rule.search(text):
+                offenders.append(f"{relative}: compares with the human_sounds threshold itself")
+    assert not offenders, offenders

@@ -27,10 +27,8 @@ from storage.models import (
     CurationRun,
     JudgeRun,
     Judgment,
-    Tag,
 )
 from workbench.errors import InputError
-from workbench.speech import SPEECH_CLASS_ID as SPEECH_CLASS
 from workbench.speech import is_speech_clip
 
 RATING_COLUMNS = ["clip_id", "clip_key", "category_id", "unit", "rater", "rater_kind", "label", "value"]
@@ -125,14 +123,9 @@ def load_ratings(store: Store, *, alm_model: str | None = None, reveal_annotator
         if curation is not None:
             fitted = s.exec(select(CurationCategoryResult).where(CurationCategoryResult.run_id == curation.id)).all()
             clip_results = s.exec(select(CurationClipResult).where(CurationClipResult.run_id == curation.id)).all()
-        from workbench.project import current_tagger_run_id
+        from workbench.project import speech_probabilities
 
-        tagger_run_id = current_tagger_run_id(s)
-        speech_tags = s.exec(
-            select(Tag.clip_id, Tag.probability).where(
-                Tag.audioset_id == SPEECH_CLASS, Tag.tagger_run_id == tagger_run_id
-            )
-        ).all() if tagger_run_id is not None else []
+        speech_probability = speech_probabilities(s)
 
     key_of = {c.id: c.key for c in clips}
     rows: list[tuple] = []
@@ -200,7 +193,6 @@ def load_ratings(store: Store, *, alm_model: str | None = None, reveal_annotator
         columns=RATING_COLUMNS + ["judge_run_id"]
     )
 
-    speech_probability = dict(speech_tags)
     clip_table = pd.DataFrame(
         {
             "clip_id": [c.id for c in clips],

@@ -31,12 +31,12 @@ import pandas as pd
 from sqlalchemy import select as sql_select
 
 from storage import Store
-from storage.models import AlmRun, Clip, Selection, Tag
+from storage.models import AlmRun, Clip, Selection
 from workbench.curation import service
 from workbench.curation.inputs import gather_inputs
 from workbench.curation.model import FitParameters
-from workbench.speech import HUMAN_SOUNDS_THRESHOLD as HUMAN_SOUNDS_SPEECH
-from workbench.speech import SPEECH_CLASS_ID
+from workbench.project import speech_probabilities
+from workbench.speech import is_speech_clip
 from workbench.errors import AglwError
 
 UNKNOWN_CONTINENT = "unknown"
@@ -139,6 +139,30 @@ def select_clips(pool: pd.DataFrame, size: int) -> SelectionPlan:
     return SelectionPlan(clips=list(final.index), counts=counts, excluded=excluded)
 
 
+def accepted_left_out(pool: pd.DataFrame, chosen: list[Any], keys: pd.Series, size: int) -> list[dict[str, Any]]:
+    """Every clip with an expert "accept" that the selection left out, with why.
+
+    An accept does not lift a quality flag (the flag must be overruled: ``aglw quality
+    overrule``); with more eligible accepts than ``size`` the lower-ranked accepts stay out.
+    """
+    from workbench.curation.model import describe_flag
+
+    taken = set(chosen)
+    out: list[dict[str, Any]] = []
+    accepted = pool.index[pool["decision"].fillna("").eq("accept").to_numpy()]
+    for clip in accepted:
+        if clip in taken:
+            continue
+        flags = list(pool.at[clip, "unresolved_flags"] or []) if "unresolved_flags" in pool else []
+        if flags:
+            reason = ("unresolved quality flag(s): " + "; ".join(describe_flag(f) for f in flags)
+                      + " — an accept does not lift a flag; overrule it with `aglw quality overrule`")
+        else:
+            reason = f"more eligible accepts than --size {size}; accepts are taken by localizability, best first"
+        out.append({"key": str(keys.at[clip]), "reason": reason, "flags": [f["flag"] for f in flags]})
+    return sorted(out, key=lambda r: r["key"])
+
+
 @dataclass(frozen=True)
 class SelectionResult:
     selection_id: int
@@ -162,6 +186,7 @@ def make_selection(store: Store, size: int, *, run_id: int | None = None) -> Sel
     except ValueError as exc:
         raise AglwError(str(exc)) from exc
     plan.counts["excluded"] = plan.excluded
+    plan.counts["accepted_left_out"] = accepted_left_out(pool, plan.clips, keys, size)
     keys = [str(keys.at[c]) for c in plan.clips]
     with store.write() as s:
         row = Selection(
@@ -249,29 +274,29 @@ def selection_pool(store: Store, run_id: int) -> tuple[pd.DataFrame, pd.Series, 
     params = FitParameters.from_dict(info.parameters)
     clips = service.load_run_clips(store, run_id)
     inputs = gather_inputs(store, _reference_alm(store, info))
+    # Speech as the fit saw it: the tags of the fit's tagger run, at the fit's τ (the one rule).
     tagger_run_id = info.summary.get("inputs", {}).get("tagger_run_id")
-    speech_tagged: set[int] = set()
+    speech_probability: dict[int, float] = {}
     if tagger_run_id is not None:
         with store.session() as s:
-            speech_tagged = set(
-                s.scalars(
-                    sql_select(Tag.clip_id).where(
-                        Tag.tagger_run_id == tagger_run_id,
-                        Tag.audioset_id == SPEECH_CLASS_ID,
-                        Tag.probability >= params.tau,
-                    )
-                ).all()
-            )
-    has_flags = clips["quality_flags"].map(lambda flags: bool(flags))
+            speech_probability = speech_probabilities(s, tagger_run_id=int(tagger_run_id))
+    unresolved = pd.Series(
+        [[f for f in (flags or []) if not inputs.flag_overruled(clip, f["flag"])]
+         for clip, flags in zip(clips.index, clips["quality_flags"])],
+        index=clips.index, dtype=object,
+    )
     pool = pd.DataFrame(
         {
             "localizability": clips["localizability"],
             "candidate": clips["candidate"],
-            "speech": clips.index.isin(list(speech_tagged))
-            | (clips["human_sounds"].astype(float).fillna(0.0) >= HUMAN_SOUNDS_SPEECH).to_numpy(),
+            "speech": [
+                bool(is_speech_clip(None if pd.isna(h) else float(h), speech_probability.get(clip), tag_threshold=params.tau))
+                for clip, h in zip(clips.index, clips["human_sounds"])
+            ],
             "continent": clips["continent"],
             "decision": inputs.decisions.reindex(clips.index),
-            "quality_blocked": has_flags & ~clips.index.isin(list(inputs.quality_overruled)),
+            "quality_blocked": unresolved.map(bool),
+            "unresolved_flags": unresolved,
         },
         index=clips.index,
     ).sort_index()

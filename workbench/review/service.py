@@ -56,7 +56,7 @@ from storage.models import (
 )
 from workbench.errors import InputError
 from workbench.labels import clip_id_for_key
-from workbench.project import current_tagger_run, latest_curation_run_id, latest_judgments
+from workbench.project import current_tagger_run, latest_curation_run_id, latest_judgments, speech_probabilities
 from workbench.review.rules import (
     IN_PROGRESS,
     REVIEWED,
@@ -76,7 +76,6 @@ from workbench.review.views import (
     TagView,
     TimelineView,
 )
-from workbench.speech import SPEECH_CLASS_ID as SPEECH_ID  # the one speech rule
 
 DEFAULT_TAU = 0.15
 DEFAULT_TOP_N = 10
@@ -160,16 +159,7 @@ class ReviewService:
                         CurationClipResult.clip_id,
                     ))
                 }
-            tagger = current_tagger_run(s)
-            speech_tag: dict[int, float] = {}
-            if tagger is not None:
-                for clip_id, probability in s.exec(restricted(
-                    select(Tag.clip_id, Tag.probability).where(
-                        Tag.tagger_run_id == tagger.id, Tag.audioset_id == SPEECH_ID
-                    ),
-                    Tag.clip_id,
-                )):
-                    speech_tag[clip_id] = probability
+            speech_tag = speech_probabilities(s, only)
             scores: dict[int, dict[str, list[int | None]]] = defaultdict(lambda: defaultdict(list))
             for judgment, _name, _alm in latest_judgments(s, only):
                 if judgment.status == "ok":
