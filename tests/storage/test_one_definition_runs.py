@@ -67,3 +67,14 @@ def test_no_second_speech_tag_query() -> None:
             if relative != "workbench/speech.py" and inline_rule.search(text):
                 offenders.append(f"{relative}: compares with the human_sounds threshold itself")
     assert not offenders, offenders
+
+
+def test_no_second_layout_rule() -> None:
+    """Channel layouts come from workbench.audio.layout.detect_layout (or a stored / overridden
+    layout); nothing else decides that a 2-channel file is binaural."""
+    root = Path(__file__).resolve().parents[2]
+    guess = re.compile(r"\"binaural\"\s+if\s+\w+\s*==\s*2|==\s*2\s+and\s+.*\"binaural\"")
+    offenders = [path.relative_to(root).as_posix()
+                 for folder in ("workbench", "ui", "cli") for path in sorted((root / folder).rglob("*.py"))
+                 if guess.search(path.read_text(encoding="utf-8"))]
+    assert not offenders, offenders

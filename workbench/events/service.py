@@ -326,21 +326,6 @@ def clip_audio_path(store: Store, clip_id: int) -> str | None:
     return str(status.path) if status is not None and status.ok else None
 
 
-def load_clip_audio(store: Store, clip_id: int) -> tuple[Any, int, str]:
-    """Samples (frames, channels), sample rate and layout of a clip's recording, for the pre-fill."""
-    from workbench.audio.loader import load_audio
-    from workbench.media import audio_statuses
-
-    info = clip_info(store, clip_id)
-    status = audio_statuses(store, [clip_id])[clip_id]
-    if not status.ok or status.path is None:
-        raise InputError(status.message or f"clip {info.key} has no audio")
-    audio = load_audio(status.path)
-    channels = audio.samples.shape[1]
-    layout = info.layout or ("ambix" if channels == 4 else "binaural" if channels == 2 else "mono")
-    return audio.samples, audio.sample_rate, layout
-
-
 def finite(value: float | None) -> float | None:
     """None for NaN/inf (JSON has no NaN)."""
     return None if value is None or not math.isfinite(value) else value
