@@ -44,6 +44,12 @@ def write(path: Path, records: list[dict]) -> Path:
 
 @pytest.fixture
 def db(sqlite_path, tmp_path):  # type: ignore[no-untyped-def]
+    return make_project(sqlite_path, tmp_path)
+
+
+def make_project(sqlite_path, tmp_path):  # type: ignore[no-untyped-def]
+    """Four clips; model A answers c0 (exact), c1 (Paris) and c2 (refused); B answers c0
+    (Casablanca), c1 (exact) and c3 (exact)."""
     from storage import open_store
 
     store = open_store(sqlite_path)

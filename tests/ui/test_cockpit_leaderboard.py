@@ -13,16 +13,35 @@ from workbench.importing import import_predictions
 
 
 def rows_of(view: LeaderboardView) -> dict[tuple[str, ...], dict[str, str]]:
-    """The table as shown: (group?, model, profile) → header → cell text."""
+    """The table: (group?, model, profile) → column key → the cell's value (its full number kept
+    under UserRole, shown as a string like the old cells so the hand computations compare)."""
+    from PySide6.QtCore import Qt
+
+    from workbench.formatting import metric_title
+
     table = view.table
-    headers = [table.horizontalHeaderItem(c).text() for c in range(table.columnCount())]
+    headers = [table.horizontalHeaderItem(c).data(Qt.ItemDataRole.UserRole) for c in range(table.columnCount())]
+    # the shown titles are the readable ones (no snake_case), the key is kept beside them
+    assert [table.horizontalHeaderItem(c).text() for c in range(table.columnCount())] == [metric_title(h) for h in headers]
     rows = {}
     for r in range(table.rowCount()):
-        row = {h: table.item(r, c).text() for c, h in enumerate(headers)}
+        row = {h: _raw_text(table.item(r, c)) for c, h in enumerate(headers)}
         key = tuple(row[k] for k in ("group", "model", "profile") if k in row)
         assert key not in rows
         rows[key] = row
     return rows
+
+
+def _raw_text(item) -> str:  # type: ignore[no-untyped-def]
+    """A numeric cell's full value in the old cell format (4 significant digits, 1 decimal from 1000)."""
+    from PySide6.QtCore import Qt
+
+    raw = item.data(Qt.ItemDataRole.UserRole)
+    if raw is None:
+        return item.text()
+    if isinstance(raw, int):
+        return str(raw)
+    return f"{raw:.1f}" if abs(raw) >= 1000 else f"{raw:.4g}"
 
 
 @pytest.fixture
@@ -84,12 +103,13 @@ def test_profile_and_breakdown_choosers_change_the_numbers(qtbot, hand_store) ->
     ]
 
 
-def test_cell_text_never_hides_digits_of_large_numbers() -> None:
-    assert cell_text(10771.394809) == "10771.4"
-    assert cell_text(np.float64(0.123456)) == "0.1235"
-    assert cell_text(float("nan")) == "" and cell_text(None) == ""
-    assert cell_text(np.int64(12345)) == "12345" and cell_text("Europe") == "Europe"
-    assert cell_text(-2500.0) == "-2500.0" and cell_text(999.94) == "999.9"
+def test_cells_read_as_a_reader_writes_them_down() -> None:
+    assert cell_text(10771.394809, "distance_error_km") == "10,771 km"
+    assert cell_text(np.float64(0.05592), "country_acc") == "5.6 %"
+    assert cell_text(np.float64(2281.7), "geoscore_mean") == "2,282"
+    assert cell_text(np.float64(0.004161), "kappa") == "0.00416"
+    assert cell_text(float("nan"), "city_acc") == "" and cell_text(None) == ""
+    assert cell_text(np.int64(12345), "n") == "12,345" and cell_text("Europe", "group") == "Europe"
 
 
 def test_the_live_refresh_reads_the_leaderboard_off_the_gui_thread(qtbot, hand_store, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -126,3 +146,43 @@ def test_the_live_refresh_reads_the_leaderboard_off_the_gui_thread(qtbot, hand_s
     view.refresh_in_background()  # and a live read nobody overtook is shown
     qtbot.waitUntil(lambda: list(view.frame["model"]) == ["stale"])
     view.shutdown()
+
+
+def test_the_view_counts_honestly_and_compares_two_models(qtbot, sqlite_path, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Coverage, common clips, intervals and the paired comparison, as the CLI gives them."""
+    from PySide6.QtCore import Qt
+
+    from storage import open_store
+    from tests.storage.test_leaderboard_counting import make_project
+    from ui.cockpit.leaderboard_view import LeaderboardView
+    from workbench.metrics.compare import compare_models
+    from workbench.metrics.service import leaderboard
+
+    store = open_store(make_project(sqlite_path, tmp_path))
+    view = LeaderboardView(store, force_sync=True)
+    qtbot.addWidget(view)
+    view.profile.setCurrentText("agl1k")
+    assert {"n", "n_dataset"} <= set(view.frame.columns)
+    assert "a refusal counts 10,000 km" in view.counting.text()
+    view.common.setChecked(True)
+    view.ci.setChecked(True)
+    expected = leaderboard(store, "agl1k", common=True, ci=True)
+    shown = view.frame.set_index("model")
+    for row in expected.to_dict("records"):
+        assert shown.loc[row["model"], "n"] == row["n"] == 2
+        assert shown.loc[row["model"], "distance_error_km_ci"] == row["distance_error_km_ci"]
+    assert "on the 2 clips all of them answered" in view.counting.text()
+    view.compare_a.setCurrentText("A")
+    view.compare_b.setCurrentText("B")
+    view.run_compare()
+    cli = {m["metric"]: m for m in compare_models(store, "A", "B", profile="agl1k")["metrics"]}
+    assert view.compare_table.rowCount() == len(cli)
+    headers = [view.compare_table.horizontalHeaderItem(c).data(Qt.ItemDataRole.UserRole)
+               for c in range(view.compare_table.columnCount())]
+    for r in range(view.compare_table.rowCount()):
+        metric = view.compare_table.item(r, headers.index("metric")).text()
+        p_holm = view.compare_table.item(r, headers.index("p_holm")).data(Qt.ItemDataRole.UserRole)
+        assert p_holm == pytest.approx(cli[metric]["p_holm"])
+    assert "2 clips both answered" in view.compare_status.text()
+    view.shutdown()
+    store.dispose()

@@ -7,7 +7,18 @@ import math
 
 import numpy as np
 import pandas as pd
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 from storage import Store
 from ui.workers import LatestResult
@@ -63,39 +74,129 @@ class LeaderboardView(QWidget):
         self.table.setSortingEnabled(False)
         self.frame = pd.DataFrame()
         row = QHBoxLayout()
-        for widget in (QLabel("Profile"), self.profile, QLabel("Breakdown"), self.by):
+        # Counting honestly (issue [N]): every model on the clips all of them answered, and
+        # 95 % bootstrap intervals (clips resampled, seed 0, B = 2,000) as `aglw leaderboard`.
+        self.common = QCheckBox("Common clips only")
+        self.common.setToolTip("Rank every model on the clips all of them answered (leaderboard --common)")
+        self.ci = QCheckBox("95 % intervals")
+        self.ci.setToolTip("Bootstrap intervals, clips resampled with replacement (B = 2,000, seed 0)")
+        for widget in (QLabel("Profile"), self.profile, QLabel("Breakdown"), self.by, self.common, self.ci):
             row.addWidget(widget)
         row.addStretch(1)
+        self.counting = QLabel()
+        self.counting.setWordWrap(True)
         layout = QVBoxLayout(self)
         layout.addLayout(row)
         layout.addWidget(self.table, 1)
+        layout.addWidget(self.counting)
+        layout.addWidget(self._compare_panel())
         self.profile.currentTextChanged.connect(lambda _t: self.refresh())
         self.by.currentIndexChanged.connect(lambda _i: self.refresh())
+        self.common.toggled.connect(lambda _c: self.refresh())
+        self.ci.toggled.connect(lambda _c: self.refresh())
         self.refresh()
+
+    def _compare_panel(self) -> QWidget:
+        """Two models compared on the clips both answered (as `aglw compare`)."""
+        panel = QWidget()
+        column = QVBoxLayout(panel)
+        column.setContentsMargins(0, 0, 0, 0)
+        row = QHBoxLayout()
+        self.compare_a, self.compare_b = QComboBox(), QComboBox()
+        self.compare_button = QPushButton("Compare")
+        self.compare_button.clicked.connect(self.run_compare)
+        for widget in (QLabel("Compare"), self.compare_a, QLabel("with"), self.compare_b, self.compare_button):
+            row.addWidget(widget)
+        row.addStretch(1)
+        self.compare_status = QLabel()
+        self.compare_status.setWordWrap(True)
+        self.compare_table = QTableWidget()
+        self.compare_table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        column.addLayout(row)
+        column.addWidget(self.compare_status)
+        column.addWidget(self.compare_table)
+        return panel
+
+    def run_compare(self) -> None:
+        """Compare the two chosen models (paired tests, Holm-corrected) and show the result."""
+        from workbench.errors import AglwError
+        from workbench.metrics.compare import compare_models
+
+        a, b = self.compare_a.currentText(), self.compare_b.currentText()
+        profile = "agl1k" if self.profile.currentText() == "both" else self.profile.currentText()
+        try:
+            result = compare_models(self.store, a, b, profile=profile)
+        except AglwError as exc:
+            self.compare_status.setText(str(exc))
+            fill_table(self.compare_table, pd.DataFrame())
+            return
+        self.compare_status.setText(
+            f"{a} vs {b} on the {result['n_common']:,} clips both answered ({profile} profile): McNemar's exact "
+            f"test for accuracies and within-k rates, paired bootstrap (B = {result['bootstrap']:,}, seed "
+            f"{result['seed']}) for mean distance and GeoScore; p (Holm) corrected over {len(result['metrics'])} "
+            "metrics; n = clips the metric counts")
+        frame = pd.DataFrame(result["metrics"])
+        fill_table(self.compare_table, frame[[c for c in ("metric", "n", "a", "b", "difference", "test", "p_value",
+                                                          "p_holm") if c in frame.columns]])
 
     def refresh(self) -> None:
         """Re-read now (a new choice, F5, a job's end); a background read still under way is dropped."""
         self._reader.invalidate()
-        self._show(read_leaderboard(self.store, self.profile.currentText(), self.by.currentData()))
+        self._show(read_leaderboard(self.store, self.profile.currentText(), self.by.currentData(), **self._counting()))
 
     def refresh_in_background(self) -> None:
         """Re-read off the GUI thread (the live refresh while a job stores answers); the table
         changes when the read arrives, unless a newer read or :meth:`refresh` came first."""
         store, profile, by = self.store, self.profile.currentText(), self.by.currentData()
-        self._reader.submit(lambda: read_leaderboard(store, profile, by))
+        counting = self._counting()
+        self._reader.submit(lambda: read_leaderboard(store, profile, by, **counting))
+
+    def _counting(self) -> dict[str, bool]:
+        """The counting choices that differ from the plain table (none: the plain read)."""
+        return {name: True for name, box in (("common", self.common), ("ci", self.ci)) if box.isChecked()}
 
     def _show(self, frame: pd.DataFrame) -> None:
         self.frame = frame
         fill_table(self.table, frame)
+        self.counting.setText(counting_note(frame, common=self.common.isChecked(), ci=self.ci.isChecked()))
+        models = [m for m in frame.get("model", pd.Series(dtype=object)).drop_duplicates().tolist()
+                  if not str(m).startswith("human")]
+        for combo, index in ((self.compare_a, 0), (self.compare_b, 1)):
+            chosen = combo.currentText()
+            combo.blockSignals(True)
+            combo.clear()
+            combo.addItems(models)
+            combo.setCurrentIndex(models.index(chosen) if chosen in models else min(index, len(models) - 1))
+            combo.blockSignals(False)
+        self.compare_button.setEnabled(len(models) >= 2)
 
     def shutdown(self) -> None:
         """Wait for a background read (closing the window: the store may be disposed next)."""
         self._reader.shutdown()
 
 
-def read_leaderboard(store: Store, profile: str, by: str | None) -> pd.DataFrame:
-    """The table the view shows: the models' rows, and with no breakdown the human localizers'."""
-    frame = leaderboard(store, profile, by=by)  # type: ignore[arg-type]
-    if by is None:
-        frame = with_human_rows(frame, store, profile)  # blind human guesses, scored alike
+def read_leaderboard(store: Store, profile: str, by: str | None, *, common: bool = False,
+                     ci: bool = False) -> pd.DataFrame:
+    """The table the view shows: the models' rows (``n`` answers counted of ``n_dataset`` clips;
+    with ``common`` on the clips every model answered, with ``ci`` 95 % bootstrap intervals),
+    and with no breakdown and not ``common`` the human localizers'."""
+    frame = leaderboard(store, profile, by=by, common=common, ci=ci)  # type: ignore[arg-type]
+    n_common = frame.attrs.get("n_common")
+    if by is None and not common:
+        frame = with_human_rows(frame, store, profile, ci=ci)  # blind human guesses, scored alike
+    frame.attrs["n_common"] = n_common
     return frame
+
+
+def counting_note(frame: pd.DataFrame, *, common: bool, ci: bool) -> str:
+    """What the table's numbers count, shown under it."""
+    from workbench.metrics.keys import DISTANCE_HEADER
+
+    parts = [f"{DISTANCE_HEADER[0].upper()}{DISTANCE_HEADER[1:]}: the mean over answers with a defined distance.",
+             "n: answers counted (a refusal is an answer); n dataset: clips in the model's dataset."]
+    if common:
+        n_common = frame.attrs.get("n_common")
+        parts.append(f"Every model on the {n_common or 0:,} clips all of them answered (human localizers not ranked).")
+    if ci:
+        parts.append("Intervals: 95 % percentile bootstrap, clips resampled with replacement (B = 2,000, seed 0).")
+    return " ".join(parts)
