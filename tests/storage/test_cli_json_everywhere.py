@@ -93,6 +93,7 @@ def commands(w: dict, run: str, api_url: str) -> dict[str, list[str]]:
         "fit": ["--preview"],
         "select": ["--size", "2"],
         "export selection": [str(out / "selection.csv")],
+        "export dataset": [str(out / "hf-export"), "--selection", "latest"],
         "agreement": ["--ratings", str(w["ratings"]), "--level", "nominal"],
         "screenshot": ["--clip", "DEMO-0002", "--out", str(out / "shot.png"), "--size", "800x600"],
         "demo": ["--no-gui", "--dir", str(out / "demo")],
@@ -177,7 +178,7 @@ def _names() -> set[str]:
     return {
         "import dataset", "import predictions", "metrics", "leaderboard", "fetch-audio", "analyze", "analyze-pool", "direction",
         "tag", "tag-file", "judge", "judge models", "label set", "label clip", "label polarity", "label history",
-        "fit", "select", "export selection", "agreement", "screenshot", "demo", "clips list", "clips show",
+        "fit", "select", "export selection", "export dataset", "agreement", "screenshot", "demo", "clips list", "clips show",
         "media link", "judgments show", "check locations", "alm run", "export predictions",
         "events import", "events export", "events eval", "events qa", "events score-qa",
         "study alt-test", "study sensitivity", "study error-mode", "study error-modes", "study judge-error-modes",
