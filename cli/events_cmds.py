@@ -66,7 +66,12 @@ def events_import(
     store = app.store(dry_run=dry_run)
     names, vocabulary = _class_names(class_list)
     labels = LabelService(store)
-    annotator = labels.find_annotator(app.annotator_name()) if dry_run else labels.ensure_annotator(app.annotator_name())
+    annotator = labels.find_annotator(app.annotator_name())
+    if annotator is None and not dry_run:
+        # the file is checked before a new annotator is added: a refused import stores nothing at all
+        import_events_file(store, 0, file, clip_key=clip, class_names=names, vocabulary=vocabulary,
+                           replace=replace, dry_run=True)
+        annotator = labels.ensure_annotator(app.annotator_name())
     report = import_events_file(store, annotator.id if annotator else 0, file, clip_key=clip, class_names=names,
                                 vocabulary=vocabulary, replace=replace, dry_run=dry_run)
     if app.json:

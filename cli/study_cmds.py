@@ -324,23 +324,26 @@ def register(app: typer.Typer) -> None:
     def guess_cmd(
         ctx: typer.Context,
         clip: str = typer.Option(..., "--clip", help="Clip key."),
-        lat: Optional[float] = typer.Option(None, "--lat", help="Guessed latitude (degrees)."),
-        lon: Optional[float] = typer.Option(None, "--lon", help="Guessed longitude (degrees)."),
-        confidence: Optional[float] = typer.Option(None, "--confidence", help="How sure, 0..1."),
+        # text, parsed strictly by the guess service (ASCII decimal: "٣" or "1_0" is no latitude)
+        lat: Optional[str] = typer.Option(None, "--lat", help="Guessed latitude (degrees)."),
+        lon: Optional[str] = typer.Option(None, "--lon", help="Guessed longitude (degrees)."),
+        confidence: Optional[str] = typer.Option(None, "--confidence", help="How sure, 0..1."),
         country: Optional[str] = typer.Option(None, "--country", help="Guessed country (optional)."),
         city: Optional[str] = typer.Option(None, "--city", help="Guessed city (optional)."),
     ) -> None:
         """Record a blind guess of where a clip was recorded (humans as localizers)."""
         from workbench.labels import LabelService
-        from workbench.studies.localizers import GuessService
+        from workbench.studies.localizers import GuessService, check_guess
 
         context = app_context(ctx)
         store = context.store()
         labels = LabelService(store)
-        annotator = labels.ensure_annotator(context.annotator_name())
         values = {k: v for k, v in (("latitude", lat), ("longitude", lon), ("confidence", confidence),
                                     ("country", country), ("city", city)) if v is not None}
-        change = GuessService(store).set_guess(annotator.id, labels.clip_id_for_key(clip), **values)
+        check_guess(values)  # before a new annotator is added: a refused guess stores nothing at all
+        clip_id = labels.clip_id_for_key(clip)
+        annotator = labels.ensure_annotator(context.annotator_name())
+        change = GuessService(store).set_guess(annotator.id, clip_id, **values)
         if context.json:
             emit_json({"ok": True, "clip": clip, "old": change.old, "new": change.new, "version": change.version,
                        "command_id": change.command_id})

@@ -24,42 +24,20 @@ LEVELS = ("nominal", "ordinal", "interval")
 
 
 def read_ratings_csv(path: str | Path, level: str) -> pd.DataFrame:
-    """Read a long-format ratings CSV (columns unit, rater, value) with clear errors."""
+    """Read a long-format ratings CSV (columns unit, rater, value) with one-line errors
+    naming the file, physical line and field (:mod:`workbench.agreement.ratings_csv`)."""
+    from workbench.agreement.ratings_csv import numeric_value, read_rating_rows
+
     path = Path(path)
     if level not in LEVELS:
         raise InputError(f"--level {level!r}: use one of {', '.join(LEVELS)}")
-    try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8-sig")
-    except FileNotFoundError as exc:
-        raise InputError(f"{path}: no such file; pass a CSV with columns unit,rater,value") from exc
-    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise InputError(f"{path}: cannot read it as CSV ({exc}); pass a UTF-8 CSV with columns unit,rater,value") from exc
-    frame.columns = [str(c).strip().lower() for c in frame.columns]
-    missing = [c for c in ("unit", "rater", "value") if c not in frame.columns]
-    if missing:
-        raise InputError(f"{path}: missing column(s) {', '.join(missing)}; the header must name unit,rater,value")
-    frame = frame[["unit", "rater", "value"]].copy()
-    frame["line"] = np.arange(len(frame)) + 2
-    frame["value"] = frame["value"].str.strip()
-    frame = frame[frame["value"] != ""]  # an empty value is a missing rating
-    duplicated = frame[frame.duplicated(["unit", "rater"], keep=False)]
-    if not duplicated.empty:
-        first = duplicated.iloc[1]
-        raise InputError(
-            f"{path}, line {first['line']}: rater {first['rater']!r} rates unit {first['unit']!r} twice; "
-            "keep one row per unit and rater"
-        )
+    rows = read_rating_rows(path)
+    frame = pd.DataFrame({"unit": [r.unit for r in rows], "rater": [r.rater for r in rows],
+                          "value": [r.value for r in rows]}, columns=["unit", "rater", "value"], dtype=object)
     if level != "nominal":
-        numeric = pd.to_numeric(frame["value"], errors="coerce")
-        bad = frame[numeric.isna() | ~np.isfinite(numeric.fillna(0))]
-        if not bad.empty:
-            row = bad.iloc[0]
-            raise InputError(
-                f"{path}, line {row['line']}, field value: {row['value']!r} is not a number; "
-                f"--level {level} needs numeric ratings (use --level nominal for labels)"
-            )
-        frame["value"] = numeric.astype(float)
-    return frame.drop(columns="line")
+        need = f"--level {level} needs numeric ratings (use --level nominal for labels)"
+        frame["value"] = pd.Series([numeric_value(path, r, need) for r in rows], dtype=float)
+    return frame
 
 
 def agreement_from_ratings(ratings: pd.DataFrame, level: str) -> dict:

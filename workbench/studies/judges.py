@@ -34,20 +34,15 @@ def read_alt_ratings(path: str | Path, metric: str) -> list[tuple[str, str, Any]
     for ``accuracy`` values compare as numbers when every value is one (so ``1`` equals
     ``1.0``), else as text.
     """
-    from workbench.agreement.service import read_ratings_csv
+    from workbench.agreement.ratings_csv import is_number, numeric_value, read_rating_rows
 
-    frame = read_ratings_csv(path, "nominal")
-    numeric = pd.to_numeric(frame["value"], errors="coerce")
-    finite = numeric.notna() & np.isfinite(numeric.fillna(0.0))
-    if metric == "neg_rmse" and not finite.all():
-        line = int(frame.index[~finite.to_numpy()][0]) + 2  # header is line 1, the index counts data rows
-        bad = frame.loc[~finite].iloc[0]
-        raise InputError(
-            f"{path}, line {line}, field value: {bad['value']!r} is not a number; --metric neg_rmse needs numeric "
-            "ratings (use --metric accuracy for categories)"
-        )
-    values = numeric.astype(float) if finite.all() and len(frame) else frame["value"]
-    return list(zip(frame["unit"].astype(str), frame["rater"].astype(str), values.tolist()))
+    rows = read_rating_rows(path)  # one-line errors naming the physical line and the field
+    need = "--metric neg_rmse needs numeric ratings (use --metric accuracy for categories)"
+    if metric == "neg_rmse" or (rows and all(is_number(r.value) for r in rows)):
+        values: list[Any] = [numeric_value(path, r, need) for r in rows]
+    else:
+        values = [r.value for r in rows]
+    return [(r.unit, r.rater, value) for r, value in zip(rows, values)]
 
 
 def alt_test_file(

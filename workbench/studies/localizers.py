@@ -21,6 +21,7 @@ from sqlmodel import select
 from storage import Store
 from storage.models import Annotator, Clip, HumanGuess
 from workbench.errors import InputError
+from workbench.strict_numbers import check_float, check_text, parse_float
 from workbench.labels import UNSET, LabelChange
 from workbench.versioned_rows import FieldHistory, write_versioned
 
@@ -34,17 +35,24 @@ def _check(values: dict[str, Any]) -> dict[str, Any]:
         if value is UNSET:
             continue
         if name in ("latitude", "longitude", "confidence") and value is not None:
-            try:
-                value = float(value)
-            except (TypeError, ValueError):
-                raise InputError(f"{name} must be a number, got {value!r}") from None
-            limit = {"latitude": (-90.0, 90.0), "longitude": (-180.0, 180.0), "confidence": (0.0, 1.0)}[name]
-            if not (math.isfinite(value) and limit[0] <= value <= limit[1]):
-                raise InputError(f"{name} must lie in [{limit[0]:g}, {limit[1]:g}], got {value}")
+            # strict: ASCII decimal text or a real number, finite and in range (workbench/strict_numbers.py)
+            low, high = {"latitude": (-90.0, 90.0), "longitude": (-180.0, 180.0), "confidence": (0.0, 1.0)}[name]
+            if isinstance(value, str):
+                value = parse_float(value.strip(), "guess", name, minimum=low, maximum=high)
+            elif isinstance(value, (int, float)) and not isinstance(value, bool):
+                number = float(value) if isinstance(value, float) or abs(value) < 2**63 else math.inf
+                value = check_float(number, "guess", name, minimum=low, maximum=high)
+            else:
+                raise InputError(f"guess: {name} must be a number, got {value!r}")
         elif value is not None:
-            value = str(value).strip() or None
+            value = check_text(str(value), "guess", name).strip() or None
         clean[name] = value
     return clean
+
+
+def check_guess(values: dict[str, Any]) -> dict[str, Any]:
+    """The guess fields ``values`` as they would be stored, or the one-line error (nothing is written)."""
+    return _check(values)
 
 
 class GuessService:
