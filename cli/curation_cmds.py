@@ -163,6 +163,8 @@ def select_command(
         f"left out: {excluded.get('rejected', 0)} rejected, {excluded.get('quality_flagged', 0)} with unresolved "
         f"quality flags, {excluded.get('below_theta', 0)} below θ"
     )
+    for entry in counts.get("accepted_left_out", []):
+        show(f"  accepted but left out: {entry['key']}: {entry['reason']}")
 
 
 @export_app.command("selection")

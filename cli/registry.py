@@ -44,6 +44,8 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("alm", "alm_cmds", "Run audio-language models on the clips (see `aglw alm run --help`)."),
     ("study", "study_cmds", "Studies: may the LLM judge replace a person? error modes, sensitivity, the report."),
     ("events", "events_cmds", "Spatial sound events: STARSS23/DCASE files, SELD metrics, spatial QA."),
+    ("quality", "quality_cmds",
+     "Overrule or restore a clip's quality flag (per annotator, versioned, in the label history)."),
 )
 
 MODULE_OF: dict[str, str] = {name: module for name, module, _ in COMMANDS}

@@ -143,6 +143,24 @@ class SetClipLabel(VersionedCommand):
         )
 
 
+class SetQualityOverrule(VersionedCommand):
+    """Overrule a clip's quality flag (``overruled=True``), say it stands (False) or withdraw (None)."""
+
+    def __init__(self, service: LabelService, annotator_id: int, clip_id: int, flag: str,
+                 base_version: int | None = None, **values: Any) -> None:
+        super().__init__(service, values, base_version)
+        self.annotator_id, self.clip_id, self.flag = annotator_id, clip_id, flag
+        self.row_key = ("quality_overrule", annotator_id, clip_id, flag)
+        verb = {True: "overrule", False: "keep", None: "withdraw the vote on"}.get(values.get("overruled"), "note")
+        self.description = f"{verb} the {flag} flag"
+
+    def _write(self, values: dict[str, Any], action: str, expected_version: int | None) -> LabelChange:
+        return self.service.set_quality_overrule(
+            self.annotator_id, self.clip_id, self.flag, command_id=self.command_id, action=action,
+            expected_version=expected_version, **values,
+        )
+
+
 class SetCategoryPolarity(VersionedCommand):
     """Force a category's polarity (P / N / neutral, or ``None`` to remove the override)."""
 

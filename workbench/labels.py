@@ -28,6 +28,7 @@ from storage.models import (
     ErrorModeLabel,
     HumanGuess,
     LabelHistory,
+    QualityOverrule,
 )
 from workbench.errors import InputError
 from workbench.versioned_rows import INSERT_RETRIES, FieldHistory, write_versioned
@@ -155,6 +156,9 @@ _SPECS: dict[str, _Spec] = {
         {"rating": RATINGS, "decision": DECISIONS, "note": None, "quality_overruled": (True, False)},
     ),
     "category_polarity": _Spec(CategoryPolarity, ("annotator_id", "category_id"), {"polarity": POLARITIES}),
+    # the flag name is the history row's category_id (an overrule is addressed by clip and flag)
+    "quality_overrule": _Spec(QualityOverrule, ("annotator_id", "clip_id", "flag"),
+                              {"overruled": (True, False), "note": None}),
 }
 
 
@@ -348,6 +352,39 @@ class LabelService:
         keys = {"annotator_id": annotator_id, "category_id": category_id}
         return self._write("category_polarity", keys, values, command_id, action, expected_version)
 
+    def set_quality_overrule(
+        self,
+        annotator_id: int,
+        clip_id: int,
+        flag: str,
+        *,
+        overruled: Any = UNSET,
+        note: Any = UNSET,
+        command_id: str | None = None,
+        action: str = "do",
+        expected_version: int | None = None,
+    ) -> LabelChange:
+        """The annotator's vote on one quality flag of a clip: ``overruled`` True keeps the clip
+        despite the flag, False says the flag stands, None withdraws the vote; with a note."""
+        from workbench.audio.quality import QUALITY_FLAGS
+
+        if flag not in QUALITY_FLAGS:
+            raise InputError(f"quality flag must be one of {', '.join(QUALITY_FLAGS)}, got {flag!r}")
+        values = _validate("quality_overrule", {"overruled": overruled, "note": note})
+        keys = {"annotator_id": annotator_id, "clip_id": clip_id, "flag": flag}
+        return self._write("quality_overrule", keys, values, command_id, action, expected_version)
+
+    def quality_overrules(self, clip_id: int | None = None) -> list[dict[str, Any]]:
+        """Every stored vote on a quality flag (optionally of one clip), with the annotator's name."""
+        query = select(QualityOverrule, Annotator.name).join(Annotator, Annotator.id == QualityOverrule.annotator_id)
+        if clip_id is not None:
+            query = query.where(QualityOverrule.clip_id == clip_id)
+        with self.store.session() as s:
+            rows = s.exec(query.order_by(QualityOverrule.clip_id, QualityOverrule.flag, QualityOverrule.annotator_id))
+            return [{"annotator_id": r.annotator_id, "annotator": name, "clip_id": r.clip_id, "flag": r.flag,
+                     "overruled": r.overruled, "note": r.note, "version": r.version, "updated_at": r.updated_at}
+                    for r, name in rows]
+
     def _write(
         self,
         entity: str,
@@ -361,7 +398,8 @@ class LabelService:
             raise InputError("nothing to change: give at least one value")
         written = write_versioned(
             self.store, _SPECS[entity].model, keys, values, what=f"this {entity.replace('_', ' ')}",
-            history=FieldHistory(entity, keys["annotator_id"], keys.get("clip_id"), keys.get("category_id")),
+            history=FieldHistory(entity, keys["annotator_id"], keys.get("clip_id"),
+                                 keys.get("category_id", keys.get("flag"))),
             expected_version=expected_version, action=action, command_id=command_id, wait_s=self.write_wait_s,
             refs=((Annotator, keys["annotator_id"], "annotator"), (Clip, keys.get("clip_id"), "clip")),
         )
@@ -369,7 +407,7 @@ class LabelService:
             entity=entity,
             annotator_id=keys["annotator_id"],
             clip_id=keys.get("clip_id"),
-            category_id=keys.get("category_id"),
+            category_id=keys.get("category_id", keys.get("flag")),
             old=written.old,
             new=written.new,
             command_id=written.command_id,

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from storage.models.alm_runs import AlmRun, Prediction
     from storage.models.tagging import TaggerRun, Tag, TagTimeline, TagStatus
     from storage.models.judges import JudgeRun, JudgeCall, Judgment
-    from storage.models.humans import Annotator, CategoryLabel, CategoryPolarity, ClipLabel, LabelHistory
+    from storage.models.humans import (Annotator, CategoryLabel, CategoryPolarity, ClipLabel, LabelHistory,
+                                       QualityOverrule)
     from storage.models.curation import CurationRun, CurationCategoryResult, CurationClipResult, Selection
     from storage.models.alm_jobs import AlmJob, AlmAnswer
     from storage.models.events import SpatialEvent
@@ -54,6 +55,7 @@ _AREA_OF = {
     "CategoryPolarity": "humans",
     "ClipLabel": "humans",
     "LabelHistory": "humans",
+    "QualityOverrule": "humans",
     "CurationRun": "curation",
     "CurationCategoryResult": "curation",
     "CurationClipResult": "curation",

@@ -40,6 +40,9 @@ class SpatialEvent(SQLModel, table=True):
     front_back: Optional[str] = None  # front | back | undecided (two-channel clips only)
     confidence: Optional[float] = None  # 0..1
     note: Optional[str] = _text()
+    # the class list the event was imported with (index = position), so that an export and a
+    # re-import keep the names; None: the class's own vocabulary (STARSS23 for its 13 classes)
+    class_list: Optional[list] = _json()
     deleted: bool = False
     version: int = 1
     created_at: datetime = Field(default_factory=utcnow)

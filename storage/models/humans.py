@@ -65,7 +65,26 @@ class ClipLabel(SQLModel, table=True):
     rating: Optional[int] = None  # 1..5
     decision: Optional[str] = None  # accept | reject | unsure
     note: Optional[str] = _text()
-    quality_overruled: Optional[bool] = None
+    quality_overruled: Optional[bool] = None  # every flag of the clip (before issue [N]; per flag: QualityOverrule)
+    version: int = 1
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class QualityOverrule(SQLModel, table=True):
+    """An annotator's vote on one quality flag of one clip (curation-model.md section 1: every flag
+    can be overruled): ``overruled`` True keeps the clip despite the flag, False says the flag
+    stands, None is no vote. Versioned like every label; history entity ``quality_overrule`` with
+    the flag name in ``category_id``."""
+
+    __tablename__ = "quality_overrule"
+    __table_args__ = (UniqueConstraint("annotator_id", "clip_id", "flag"),)
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    annotator_id: int = Field(foreign_key="annotator.id", index=True)
+    clip_id: int = Field(foreign_key="clip.id", index=True)
+    flag: str  # low_level | flat_spectrum | clipping | low_complexity
+    overruled: Optional[bool] = None
+    note: Optional[str] = _text()
     version: int = 1
     updated_at: datetime = Field(default_factory=utcnow)
 

@@ -111,6 +111,10 @@ def quality_metrics(samples: np.ndarray, sample_rate: int) -> QualityMetrics:
     )
 
 
+# The four filters of curation-model.md section 1, by the names every output uses.
+QUALITY_FLAGS: tuple[str, ...] = ("low_level", "flat_spectrum", "clipping", "low_complexity")
+
+
 def aci_percentile(pool_aci: np.ndarray | list[float], percentile: float = 2.0) -> float | None:
     """The pool's ACI percentile used as the low-complexity cut (``None`` for an empty pool)."""
     values = np.asarray(pool_aci, dtype=np.float64)

@@ -45,6 +45,7 @@ from storage.models import (
     CategoryPolarity,
     Clip,
     ClipLabel,
+    QualityOverrule,
     ClipQuality,
     JudgeRun,
     Judgment,
@@ -81,9 +82,15 @@ class FitInputs:
     decisions: pd.Series
     ratings: pd.Series
     quality: pd.DataFrame
-    quality_overruled: set[int]
+    quality_overruled: set[int]  # clips whose every flag is overruled (clip_label.quality_overruled)
     fingerprint: str
     fingerprint_detail: dict[str, Any] = field(default_factory=dict)
+    # (clip, flag) pairs whose quality flag the resolved votes overrule (aglw quality overrule)
+    flag_overrules: set[tuple[int, str]] = field(default_factory=set)
+
+    def flag_overruled(self, clip: Any, flag: str) -> bool:
+        """Whether the experts' resolved votes keep ``clip`` despite its quality flag ``flag``."""
+        return int(clip) in self.quality_overruled or (int(clip), flag) in self.flag_overrules
 
 
 def choose_alm_run(store: Store, alm_model: str | None) -> tuple[int, str]:
@@ -230,6 +237,12 @@ def gather_inputs(store: Store, alm_model: str | None = None) -> FitInputs:
                 ClipLabel.quality_overruled, ClipLabel.version, ClipLabel.updated_at,
             )
         ).all()
+        flag_votes = conn.execute(
+            select(
+                QualityOverrule.id, QualityOverrule.annotator_id, QualityOverrule.clip_id, QualityOverrule.flag,
+                QualityOverrule.overruled, QualityOverrule.version, QualityOverrule.updated_at,
+            )
+        ).all()
         quality = conn.execute(
             select(
                 ClipQuality.clip_id, ClipQuality.rms_dbfs, ClipQuality.spectral_flatness,
@@ -282,6 +295,12 @@ def gather_inputs(store: Store, alm_model: str | None = None) -> FitInputs:
     overruled = resolve_votes(clip_votes, ["clip"], "quality_overruled")
     quality_overruled = {int(c) for c, v in overruled.itertuples(index=False, name=None) if bool(v)}
     ratings = _mean_rating(clip_votes[["clip", "rating", "adjudicator"]])
+    # per flag, resolved like every clip vote: an adjudicator's latest, else the majority
+    flag_frame = _frame(flag_votes, ["id", "annotator", "clip", "flag", "overruled", "version", "updated_at"])
+    flag_frame["adjudicator"] = flag_frame["annotator"].isin(adjudicator_ids)
+    flag_frame = flag_frame[flag_frame["clip"].isin(pool)]
+    flag_overrules = {(int(c), str(f)) for c, f, v in resolve_votes(flag_frame, ["clip", "flag"], "overruled")
+                      .itertuples(index=False, name=None) if bool(v)}
 
     quality_frame = _frame(
         quality, ["clip", "rms_dbfs", "spectral_flatness", "clipping_ratio", "aci", "content_hash"]
@@ -299,6 +318,8 @@ def gather_inputs(store: Store, alm_model: str | None = None) -> FitInputs:
         "quality": sorted((int(r[0]), str(r[5])) for r in quality),
         "pool": len(pool),
     }
+    if flag_votes:  # only when there are any: the fingerprints of projects without overrules stay as they were
+        detail["quality_overrules"] = sorted((int(r[0]), int(r[5])) for r in flag_votes)
     fingerprint = hashlib.sha256(json.dumps(detail, sort_keys=True, default=str).encode()).hexdigest()
     return FitInputs(
         alm_run_id=alm_run_id,
@@ -316,6 +337,7 @@ def gather_inputs(store: Store, alm_model: str | None = None) -> FitInputs:
         ratings=ratings,
         quality=quality_frame.drop(columns=["content_hash"]),
         quality_overruled=quality_overruled,
+        flag_overrules=flag_overrules,
         fingerprint=fingerprint,
         fingerprint_detail={
             "alm_run_id": alm_run_id,

@@ -477,13 +477,29 @@ def quality_flags(quality: pd.DataFrame, params: FitParameters) -> dict[Any, lis
     ]
     flags: dict[Any, list[dict[str, Any]]] = {}
     clips = quality["clip"].to_numpy()
+    # The ACI cut-off is relative to the pool: the same clip may be flagged in a small project and
+    # not in a large one, so the flag says which pool and which percentile gave its threshold.
+    aci_pool = {"clips": int(len(measured)), "percentile": float(params.aci_min_percentile),
+                "what": "clips of this fit with a measured ACI"}
     for column, name, hit, threshold in checks:
         values = quality[column].to_numpy(dtype=float)
         for index in np.flatnonzero(hit):
-            flags.setdefault(clips[index], []).append(
-                {"flag": name, "metric": column, "value": float(values[index]), "threshold": float(threshold)}
-            )
+            flag = {"flag": name, "metric": column, "value": float(values[index]), "threshold": float(threshold)}
+            if name == "low_complexity":
+                flag["pool"] = aci_pool
+            flags.setdefault(clips[index], []).append(flag)
     return flags
+
+
+def describe_flag(flag: dict[str, Any]) -> str:
+    """One quality flag for people: its value against the cut-off, and for a pool-relative flag the pool."""
+    op = {"low_level": "<", "flat_spectrum": ">", "clipping": ">", "low_complexity": "<"}.get(flag.get("flag"), "vs")
+    text = f"{flag.get('flag')} ({flag.get('metric')} {flag.get('value', float('nan')):.4g} {op} " \
+           f"{flag.get('threshold', float('nan')):.4g}"
+    pool = flag.get("pool")
+    if pool:
+        text += f", the {pool['percentile']:g}th percentile of {pool['clips']} {pool['what']}"
+    return text + ")"
 
 
 # --------------------------------------------------------------------------- diff

@@ -338,8 +338,7 @@ def fit(
 def _flags_with_overrule(flags: list[dict[str, Any]] | None, clip: int, inputs: FitInputs) -> list[dict[str, Any]]:
     if not flags:
         return []
-    overruled = clip in inputs.quality_overruled
-    return [{**flag, "overruled": overruled} for flag in flags]
+    return [{**flag, "overruled": inputs.flag_overruled(clip, flag["flag"])} for flag in flags]
 
 
 def missing_inputs(inputs: FitInputs) -> list[str]:
