@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF, Qt
+from PySide6.QtCore import QRectF, Qt, QTimer
 from PySide6.QtGui import QAction, QBrush, QColor, QKeySequence, QPen
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -403,12 +403,16 @@ def install_events_panel(window: Any) -> EventsController:
     dock.setWidget(scroller)
     # A tab beside the Evidence dock: a dock of its own below Judgment got ~80 px at 1280×800 (only
     # its check box showed); as a tab it has the Evidence dock's height and the window its minimum size.
+    window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
     neighbour = window.findChild(QDockWidget, "dock-Evidence")
     if neighbour is not None:
-        window.tabifyDockWidget(neighbour, dock)  # adds the dock as a tab (no separate dock first)
-        neighbour.raise_()
-    else:
-        window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
+        def tabify() -> None:
+            window.tabifyDockWidget(neighbour, dock)
+            neighbour.raise_()
+
+        # Once the window's event loop runs: tabified before, Qt left a stale copy of the tab bar
+        # drawn where the window's first (default-size) layout put it.
+        QTimer.singleShot(0, tabify)
     controller = EventsController(window, panel)
     window.clipShown.connect(controller.set_clip)
     window.audioShown.connect(controller.audio_ready)

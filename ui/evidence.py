@@ -167,28 +167,51 @@ class TagsPanel(QTableWidget):
     """Top-k EfficientAT tags with probability bars coloured by ontology root."""
 
     def __init__(self, top_k: int = 10, parent: QWidget | None = None) -> None:
-        super().__init__(0, 2, parent)
+        super().__init__(0, 3, parent)
         self.top_k = top_k
-        self.setHorizontalHeaderLabels(["tag", "probability"])
+        # The probability is a number in its own column, never drawn over its bar; the bar's
+        # colour (the tag's AudioSet root) is explained by the legend under the table.
+        self.setHorizontalHeaderLabels(["tag", "p", "probability"])
         self.verticalHeader().setVisible(False)
         self.horizontalHeader().setStretchLastSection(True)
         self.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        from ui.legend import ColourLegend
+
+        self.legend = ColourLegend(columns=2)
+
+    def with_legend(self) -> QWidget:
+        """The table with its colour legend below it (the Tags tab)."""
+        tab = QWidget()
+        column = QVBoxLayout(tab)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.addWidget(self, 1)
+        column.addWidget(self.legend)
+        return tab
 
     def set_tags(self, tags: Sequence[TagView]) -> None:
+        from workbench.formatting import probability
+
         shown = list(tags)[: self.top_k]
         self.setRowCount(len(shown))
+        roots: dict[str, str] = {}
         for row, tag in enumerate(shown):
             item = QTableWidgetItem(tag.name)
             item.setToolTip(plain_tooltip(f"{tag.name}: {tag.audioset_id} — {tag.root}"))
             self.setItem(row, 0, item)
+            number = QTableWidgetItem(probability(tag.probability))
+            number.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            self.setItem(row, 1, number)
             bar = QProgressBar()
             bar.setRange(0, 1000)
             bar.setValue(int(round(tag.probability * 1000)))
-            bar.setFormat(f"{tag.probability:.2f}")
+            bar.setTextVisible(False)
             colour = ROOT_COLOURS.get(tag.root, "#bdbdbd")
+            roots.setdefault(tag.root or "other", colour)
             bar.setStyleSheet(f"QProgressBar::chunk {{ background-color: {colour}; }}")
-            self.setCellWidget(row, 1, bar)
+            self.setCellWidget(row, 2, bar)
+        self.legend.set_entries([(colour, root) for root, colour in roots.items()])
         self.resizeColumnToContents(0)
+        self.resizeColumnToContents(1)
 
 
 class _ReasoningHighlighter(QSyntaxHighlighter):

@@ -143,7 +143,7 @@ class MainWindow(ClipViewMixin, EditsMixin, ProjectsMixin, DialogsMixin, QMainWi
         self.grid = AttributionGrid()
         evidence = QTabWidget()
         evidence.addTab(self.reasoning, "Reasoning")
-        evidence.addTab(self.tags, "Tags")
+        evidence.addTab(self.tags.with_legend(), "Tags")
         evidence.addTab(self.info, "Clip")
         self.evidence_tabs = evidence
         clips_dock = self._dock("Clips", self.browser, Qt.DockWidgetArea.LeftDockWidgetArea)
@@ -286,11 +286,11 @@ class MainWindow(ClipViewMixin, EditsMixin, ProjectsMixin, DialogsMixin, QMainWi
             self.apply_default_layout()
 
     def apply_default_layout(self) -> None:
-        """Give the player most of the window: clips ¼ of the width, evidence and judgment about
-        a fifth, the attribution grid a quarter of the height."""
+        """Give the player most of the window: clips about a fifth of the width, evidence and
+        judgment about a quarter (so every Evidence tab fits), the attribution grid a quarter of the height."""
         clips, evidence, grid = self._default_docks
         width, height = max(self.width(), 800), max(self.height(), 600)
-        self.resizeDocks([clips, evidence], [int(width * 0.25), int(width * 0.22)], Qt.Orientation.Horizontal)
+        self.resizeDocks([clips, evidence], [int(width * 0.22), int(width * 0.26)], Qt.Orientation.Horizontal)
         self.resizeDocks([grid], [int(height * 0.24)], Qt.Orientation.Vertical)
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt override

@@ -50,9 +50,15 @@ PLAYHEAD_INTERVAL_MS = 33
 _DIRECTION_AXIS_TITLES = {"azimuth": "azimuth °", "lateral": "lateral °", "panorama": "panorama"}
 # What the direction view's colour means, per kind (see workbench.audio.direction.view.direction_image): FOA
 # energy is normalised to the clip's peak; the pair views mark, per frame, the bin of its angle.
-_DIRECTION_LEGENDS = {"azimuth": "direct energy (rel. to peak)", "lateral": "frame in bin (0/1)",
-                      "panorama": "frame in bin (0/1)"}
+# Short: a colour bar's title runs along a low row (the full wording is in its tooltip).
+_DIRECTION_LEGENDS = {"azimuth": "energy (rel.)", "lateral": "frame in bin",
+                      "panorama": "frame in bin"}
+_DIRECTION_LEGEND_TIPS = {"azimuth": "direct energy, relative to the clip's peak",
+                          "lateral": "1 where the frame's angle falls in the bin, else 0",
+                          "panorama": "1 where the frame's angle falls in the bin, else 0"}
 _NOTICE_WIDTH = 520
+LEFT_AXIS_PX = 104  # wide enough for a tag lane's name (longer names are elided, the tooltip has them)
+_LEGEND_MARGIN_PX = 9  # a colour bar stops short of its row, so its end labels stay in the row
 
 
 def _lut(name: str) -> np.ndarray:
@@ -65,6 +71,10 @@ def _legend(colormap: str, label: str, values: tuple[float, float] = (0.0, 1.0))
                           colorMapMenu=False)
     bar.axis.setLabel(label)
     bar.axis.setWidth(48)
+    # The end labels (e.g. "1.0") are centred on the bar's ends: inset the bar so that they do not
+    # reach into the next row's colour bar, and hide any that still would.
+    bar.setContentsMargins(0, _LEGEND_MARGIN_PX, 0, _LEGEND_MARGIN_PX)
+    bar.axis.setStyle(hideOverlappingLabels=_LEGEND_MARGIN_PX)
     return bar
 
 
@@ -167,7 +177,7 @@ class PlayerView(TagLaneMixin, TransportMixin, QWidget):
         for plot in (self.wave_plot, self.spec_plot, self.tags_plot, self.direction_plot):
             plot.setMouseEnabled(x=True, y=False)
             plot.setMenuEnabled(False)
-            plot.getAxis("left").setWidth(60)
+            plot.getAxis("left").setWidth(LEFT_AXIS_PX)
             plot.hideButtons()
             # Ranges are set explicitly: no bounds search over the items on every view change.
             plot.disableAutoRange()
@@ -179,7 +189,7 @@ class PlayerView(TagLaneMixin, TransportMixin, QWidget):
             plot.hideAxis("bottom")
         self.wave_plot.setLabel("left", "wave")
         self.spec_plot.setLabel("left", "Hz")
-        self.tags_plot.setLabel("left", "tags")
+        # no axis title on the tag plot: its lanes' names fill the axis (one name per lane)
         self.direction_plot.setLabel("left", "direction")
         self.direction_plot.setLabel("bottom", "time (s)")
         self.spec_legend = _legend("inferno", "dBFS", (self.DEFAULT_DB[0], self.DEFAULT_DB[1]))
@@ -208,13 +218,13 @@ class PlayerView(TagLaneMixin, TransportMixin, QWidget):
         self.direction_note = pg.TextItem("", color="#dddddd", anchor=(0, 0), fill=pg.mkBrush(0, 0, 0, 220))
         self.direction_plot.addItem(self.direction_note, ignoreBounds=True)
         self.tag_segments: list[QGraphicsRectItem] = []  # one per span, with its tooltip
-        self.tag_labels: list[pg.TextItem] = []  # one per span; hidden where it would overlap
         self._segments: list[TagSegment] = []
-        self._tick_step = 0
-        self._tag_names: list[str] = []
-        tags_box = self.tags_plot.getViewBox()
-        tags_box.sigRangeChanged.connect(self._layout_tag_labels)
-        tags_box.sigResized.connect(self._layout_tag_labels)
+        self._timelines: list = []
+        self.lanes: list = []
+        self.hidden_tags: list = []
+        # the lanes that fit follow the plot's height (a taller window shows more tags)
+        self.tags_plot.getViewBox().sigResized.connect(self._layout_lanes)
+        self.direction_plot.getViewBox().sigResized.connect(self._fit_direction_note)
 
         self.playheads = []
         for plot in (self.wave_plot, self.spec_plot, self.tags_plot, self.direction_plot):
@@ -389,11 +399,18 @@ class PlayerView(TagLaneMixin, TransportMixin, QWidget):
                                          QRectF(view.t0, low, view.t1 - view.t0, high - low), source=view.image)
         self.direction_plot.setLabel("left", _DIRECTION_AXIS_TITLES.get(view.kind, view.y_label))
         self.direction_legend.axis.setLabel(_DIRECTION_LEGENDS.get(view.kind, "relative value"))
+        self.direction_legend.setToolTip(_DIRECTION_LEGEND_TIPS.get(view.kind, ""))
         self.direction_legend.setVisible(True)
         self.direction_plot.getAxis("left").setToolTip(view.y_label)
         self.direction_plot.setYRange(low, high, padding=0)
         self.direction_note.setText(f"{view.note}\nAxis: {view.y_label}." if view.y_label else view.note)
         self.direction_note.setPos(0.0, high)
+
+    def _fit_direction_note(self, *_args: object) -> None:
+        """Wrap the direction note to the plot's width: it must not run under the colour bar."""
+        width = self.direction_plot.getViewBox().width()
+        if width > 40:
+            self.direction_note.setTextWidth(width - 8)
 
     def set_time_references(self, seconds: Sequence[float]) -> None:
         """Mark the reasoning's time references on the time axis."""

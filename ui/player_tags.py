@@ -1,35 +1,37 @@
-"""The player's tag lane: per-second tag probabilities as image rows, the likely spans labelled.
+"""The player's tag lanes: per-second tag probabilities as image rows, one named lane per tag.
 
-A span is where one tag's probability stays at or above :data:`TAG_SEGMENT_P`; it is labelled
-with the tag's name, a label that would overlap another at the current zoom is hidden, and
-every span keeps its name in a tooltip. A mixin of :class:`ui.player.PlayerView` (which builds
-the plot and sets the attributes named below), split from it to keep that file to its plots.
+Each lane's name is written once, on the lane's left axis, at the lane's height: nothing else
+names a lane, so what the reader sees on the axis is the lane beside it. Lanes are at least a
+line of text high; when the plot is too low for every tag, the lanes show the most likely tags
+(highest peak first, top to bottom) and the last lane is ``+k more``: the maximum over the
+tags left out, whose names are in its tooltip. A span where a lane's probability stays at or
+above :data:`TAG_SEGMENT_P` keeps the tag's name, times and peak in a tooltip. A mixin of
+:class:`ui.player.PlayerView` (which builds the plot and sets the attributes named below).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QBrush, QFontMetrics, QPen
 from PySide6.QtWidgets import QGraphicsRectItem
 
 from ui.evidence import plain_tooltip
 from ui.image_items import quantise_unit
+from workbench.formatting import probability
 from workbench.review.views import TimelineView
 
 TAG_SEGMENT_P = 0.5  # a tag counts as present in a frame from this probability on
-_LABEL_GAP_PX = 3.0
+LANE_PADDING_PX = 4  # a lane is a line of text plus this much
 
 
 @dataclass(frozen=True)
 class TagSegment:
-    """A span where one tag's probability stays at or above :data:`TAG_SEGMENT_P`."""
+    """A span where one lane's probability stays at or above :data:`TAG_SEGMENT_P`."""
 
     row: int
     name: str
@@ -51,8 +53,32 @@ def tag_segments(timelines: Sequence[TimelineView], threshold: float = TAG_SEGME
     return segments
 
 
+def _peak(timeline: TimelineView) -> float:
+    values = np.nan_to_num(np.asarray(timeline.values, dtype=np.float64))
+    return float(values.max()) if values.size else 0.0
+
+
+def choose_lanes(timelines: Sequence[TimelineView], capacity: int) -> tuple[list[TimelineView], list[TimelineView]]:
+    """The lanes to draw, top to bottom, for room for ``capacity`` lanes, and the tags left out.
+
+    The tags with the highest peak come first; when not all fit, the last lane is ``+k more``
+    (the frame-wise maximum of the k tags left out, which are returned second)."""
+    ordered = sorted(timelines, key=lambda t: (-_peak(t), t.name))
+    capacity = max(1, capacity)
+    if len(ordered) <= capacity:
+        return ordered, []
+    kept, rest = ordered[: capacity - 1], ordered[capacity - 1:]
+    length = max(len(t.values) for t in rest)
+    combined = np.zeros(length, dtype=np.float64)
+    for timeline in rest:
+        values = np.nan_to_num(np.asarray(timeline.values, dtype=np.float64))
+        combined[: len(values)] = np.maximum(combined[: len(values)], values)
+    more = TimelineView("", f"+{len(rest)} more", rest[0].hop_s, tuple(float(v) for v in combined))
+    return [*kept, more], rest
+
+
 class TagLaneMixin:
-    """The tag lane of :class:`ui.player.PlayerView`."""
+    """The tag lanes of :class:`ui.player.PlayerView`."""
 
     tags_plot: Any
     tags_image: Any
@@ -60,95 +86,78 @@ class TagLaneMixin:
     pyramid: Any
     _tags_table: Any
     tag_segments: list[QGraphicsRectItem]
-    tag_labels: list[pg.TextItem]
     _segments: list[TagSegment]
-    _tick_step: int
-    _tag_names: list[str]
+    _timelines: list[TimelineView]
+    lanes: list[TimelineView]  # drawn, top to bottom
+    hidden_tags: list[TimelineView]  # folded into the "+k more" lane
 
     def set_timelines(self, timelines: Sequence[TimelineView]) -> None:
-        """Per-second tag probabilities as rows of an image, the likely spans labelled with the tag."""
-        self._set_tag_segments(timelines)
+        """Show the per-second tag probabilities of a clip as named lanes (see the module)."""
+        self._timelines = list(timelines)
+        self.lanes, self.hidden_tags = [], []
         if not timelines:
+            self._set_tag_segments([])
             self.tags_image.clear()
+            self.tags_plot.getAxis("left").setTicks([[]])
+            self.tags_plot.getAxis("left").setToolTip("")
             return
-        length = max(len(t.values) for t in timelines)
-        image = np.zeros((len(timelines), length), dtype=np.float32)
-        for row, timeline in enumerate(timelines):
-            image[row, : len(timeline.values)] = timeline.values
-        hop = timelines[0].hop_s
-        self.tags_image.set_indexed(quantise_unit(image, 1.0), self._tags_table,
-                                    QRectF(0.0, 0.0, length * hop, len(timelines)), source=image)
-        self._tag_names = [timeline.name for timeline in timelines]
-        self._tick_step = 0
-        self.tags_plot.getAxis("left").setToolTip(
-            plain_tooltip("Tags, bottom to top: " + ", ".join(self._tag_names)) if self._tag_names else "")
-        self.tags_plot.setYRange(0, len(timelines), padding=0)
         if self.pyramid is None:
             # No spectrogram (yet, or no audio at all): the time axis spans the tag timeline.
-            span = max(length * hop, 0.1)
+            span = max(max(len(t.values) for t in timelines) * timelines[0].hop_s, 0.1)
             self.spec_plot.setLimits(xMin=0.0, xMax=span, minXRange=0.05)
             self.spec_plot.setXRange(0.0, span, padding=0)
-        self._layout_tag_labels()
+        self._layout_lanes()
 
-    def _set_tag_segments(self, timelines: Sequence[TimelineView]) -> None:
-        for item in [*self.tag_segments, *self.tag_labels]:
+    def lane_capacity(self) -> int:
+        """How many lanes of a text line each fit the plot's present height."""
+        line = QFontMetrics(self.tags_plot.getAxis("left").font()).height() + LANE_PADDING_PX
+        height = self.tags_plot.getViewBox().height()
+        return max(1, int(height // line)) if height > 0 else len(self._timelines)
+
+    def _layout_lanes(self, *_args: object) -> None:
+        """Choose the lanes for the plot's height and draw them, if they changed."""
+        if not getattr(self, "_timelines", None):
+            return
+        lanes, hidden = choose_lanes(self._timelines, self.lane_capacity())
+        if [(lane.name, lane.values) for lane in lanes] == [(lane.name, lane.values) for lane in self.lanes]:
+            return
+        self.lanes, self.hidden_tags = lanes, hidden
+        rows = len(lanes)
+        length = max(len(t.values) for t in lanes)
+        image = np.zeros((rows, length), dtype=np.float32)
+        bottom_up = list(reversed(lanes))  # image row 0 is drawn at the bottom
+        for row, lane in enumerate(bottom_up):
+            image[row, : len(lane.values)] = lane.values
+        hop = lanes[0].hop_s
+        self.tags_image.set_indexed(quantise_unit(image, 1.0), self._tags_table,
+                                    QRectF(0.0, 0.0, length * hop, rows), source=image)
+        axis = self.tags_plot.getAxis("left")
+        metrics = QFontMetrics(axis.font())
+        room = max(int(axis.width()) - 10, 20)  # the tick and the gap to the text
+        axis.setTicks([[(row + 0.5, metrics.elidedText(lane.name, Qt.TextElideMode.ElideRight, room))
+                        for row, lane in enumerate(bottom_up)]])
+        described = [f"{lane.name} (peak {probability(_peak(lane))})" for lane in lanes if lane.audioset_id]
+        if hidden:
+            described.append(f"+{len(hidden)} more: " + ", ".join(
+                f"{t.name} ({probability(_peak(t))})" for t in hidden))
+        axis.setToolTip(plain_tooltip("Tag lanes, top to bottom: " + "; ".join(described)))
+        self.tags_plot.setYRange(0, rows, padding=0)
+        self._set_tag_segments(bottom_up)
+
+    def _set_tag_segments(self, bottom_up: Sequence[TimelineView]) -> None:
+        for item in self.tag_segments:
             self.tags_plot.removeItem(item)
-        self._segments = tag_segments(timelines)
-        self.tag_segments, self.tag_labels = [], []
+        self._segments = tag_segments(bottom_up)
+        self.tag_segments = []
+        members = ", ".join(t.name for t in self.hidden_tags)
         for segment in self._segments:
             span = QGraphicsRectItem(QRectF(segment.t0, segment.row, segment.t1 - segment.t0, 1.0))
             span.setPen(QPen(Qt.PenStyle.NoPen))
             span.setBrush(QBrush(Qt.BrushStyle.NoBrush))
             span.setAcceptedMouseButtons(Qt.MouseButton.NoButton)  # clicks seek, drags select a loop
+            folded = not bottom_up[segment.row].audioset_id and members  # the "+k more" lane
+            name = f"{segment.name} ({members})" if folded else segment.name
             span.setToolTip(plain_tooltip(
-                f"{segment.name}: {segment.t0:.1f}–{segment.t1:.1f} s, p up to {segment.peak:.2f}"))
+                f"{name}: {segment.t0:.1f}–{segment.t1:.1f} s, p up to {probability(segment.peak)}"))
             self.tags_plot.addItem(span, ignoreBounds=True)
-            label = pg.TextItem(segment.name, color="#ffffff", anchor=(0, 0.5), fill=pg.mkBrush(0, 0, 0, 150))
-            label.setVisible(False)
-            self.tags_plot.addItem(label, ignoreBounds=True)
             self.tag_segments.append(span)
-            self.tag_labels.append(label)
-
-    def _layout_tag_labels(self, *_args: object) -> None:
-        """Place the span labels for the current view: each at its span's start (or the left edge
-        when the span began before it), in its tag's row; a label that would overlap one already
-        placed (earlier spans first) is hidden, its span keeps the tooltip. Also thins the row names
-        on the axis to those that fit."""
-        box = self.tags_plot.getViewBox()
-        (x0, x1), (y0, y1) = box.viewRange()
-        width, height = box.width(), box.height()
-        rows = len(self._tag_names)
-        if rows and height > 0:
-            line = QFontMetrics(self.tags_plot.getAxis("left").font()).height()
-            step = max(1, math.ceil(line / max(height / rows, 1e-9)))
-            if step != self._tick_step:
-                self._tick_step = step
-                ticks = [(row + 0.5, name[:14]) for row, name in enumerate(self._tag_names) if row % step == 0]
-                self.tags_plot.getAxis("left").setTicks([ticks])
-        if not self.tag_labels:
-            return
-        if width <= 0 or height <= 0 or x1 <= x0 or y1 <= y0:
-            for label in self.tag_labels:
-                label.setVisible(False)
-            return
-        order = sorted(range(len(self._segments)),
-                       key=lambda i: (max(self._segments[i].t0, x0), self._segments[i].row))
-        placed: list[QRectF] = []
-        for i in order:
-            segment, label = self._segments[i], self.tag_labels[i]
-            if segment.t1 <= x0 or segment.t0 >= x1:
-                label.setVisible(False)
-                continue
-            start = max(segment.t0, x0)
-            size = label.textItem.boundingRect()
-            left = (start - x0) / (x1 - x0) * width
-            middle = (y1 - (segment.row + 0.5)) / (y1 - y0) * height
-            rect = QRectF(left, middle - size.height() / 2, size.width(), size.height())
-            # Labels are placed left to right: only those reaching past this one's left edge can meet it.
-            placed = [r for r in placed if r.right() + _LABEL_GAP_PX > rect.left()]
-            if any(rect.adjusted(-_LABEL_GAP_PX, -1, _LABEL_GAP_PX, 1).intersects(r) for r in placed):
-                label.setVisible(False)
-                continue
-            label.setPos(start, segment.row + 0.5)
-            label.setVisible(True)
-            placed.append(rect)

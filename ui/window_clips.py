@@ -170,8 +170,9 @@ class ClipViewMixin:
                                    else location_text(detail))
         tab = self.evidence_tabs.indexOf(self.reasoning)
         model = prediction.model if prediction else ""
-        self.evidence_tabs.setTabText(tab, f"Reasoning · {model[:24]}{'…' if len(model) > 24 else ''}" if model
-                                      else "Reasoning")
+        # The tab stays short so every Evidence tab fits the dock (issue 30); the ALM is named in the
+        # location line above the player and in the tab's tooltip.
+        self.evidence_tabs.setTabText(tab, "Reasoning")
         self.evidence_tabs.setTabToolTip(
             tab, plain_tooltip(f"Reasoning of {model} (choose the ALM in the Clip tab)") if model else "")
         self.tags.set_tags(detail.tags if detail else [])

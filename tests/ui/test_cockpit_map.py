@@ -63,12 +63,15 @@ def test_map_shows_truth_and_both_alms_for_a_clip(qtbot, two_alm_store) -> None:
     pieces = np.split(np.column_stack([lx, ly]), np.flatnonzero(np.isnan(lx)))
     ends = sorted((tuple(np.round(p[~np.isnan(p[:, 0])][[0, -1]].ravel(), 2))) for p in pieces if np.isfinite(p).any())
     assert ends == [(18.06, 59.33, -74.01, 40.71), (18.06, 59.33, 10.75, 59.91)]
-    assert "alm-one" in view.legend.text() and "alm-two" in view.legend.text()
+    shown = "\n".join(view.legend_texts())
+    assert "alm-one: 59.910, 10.750" in shown and "alm-two: 40.710, -74.010" in shown
+    assert "#" not in shown  # colours are swatches, not codes (issue 30)
+    assert sorted(view.swatches.colours()) == sorted(["#ffd700", *(b.color().name() for b in view.predictions.data["brush"])])
 
     # a refusal is listed but not drawn
     view.set_clip(review.clip_detail(review.clip_id_for_key("tokyo")))
     assert [p.data() for p in view.predictions.points()] == ["alm-two"]
-    assert "alm-one: no location" in view.legend.text()
+    assert "alm-one: no location" in "\n".join(view.legend_texts())
 
     # pool overview for one ALM: one point per clip, coloured by its error
     view.pool_model.setCurrentIndex(view.pool_model.findData("alm-two"))

@@ -117,7 +117,7 @@ def test_reasoning_prediction_and_judges_follow_the_chosen_alm(make_window, demo
     assert box.count() == 2 and box.isEnabled() and box.currentData() == demo_alm
     assert "Cornwall" in window.info.predictions.toPlainText() and "Lisbon" not in window.info.predictions.toPlainText()
     assert grid_model.judges == list(DEMO_JUDGES)
-    assert DEMO_ALM[:10] in window.evidence_tabs.tabText(window.evidence_tabs.indexOf(window.reasoning))
+    assert DEMO_ALM in window.evidence_tabs.tabToolTip(window.evidence_tabs.indexOf(window.reasoning))
 
     _choose(window, second_alm)
     assert window.detail.alm_run_id == second_alm
@@ -126,7 +126,7 @@ def test_reasoning_prediction_and_judges_follow_the_chosen_alm(make_window, demo
     error = prediction_error_km(41.1579, -8.6291, *LISBON)
     info = window.info.predictions.toPlainText()
     assert SECOND_ALM in info and "Lisbon" in info and f"error {error:,.0f} km" in info and "Cornwall" not in info
-    assert SECOND_ALM in window.evidence_tabs.tabText(window.evidence_tabs.indexOf(window.reasoning))
+    assert SECOND_ALM in window.evidence_tabs.tabToolTip(window.evidence_tabs.indexOf(window.reasoning))
     # Nobody judged this ALM's reasoning on the clip: no judge columns and no consensus.
     assert grid_model.judges == [] and window.detail.judge_names == ()
     assert all(grid_model.index(r, grid_model.consensus_column).data() == "" for r in range(grid_model.rowCount()))

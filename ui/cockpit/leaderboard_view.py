@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pandas as pd
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -22,34 +23,42 @@ from PySide6.QtWidgets import (
 
 from storage import Store
 from ui.workers import LatestResult
+from workbench.formatting import metric_cell, metric_title
 from workbench.metrics.service import leaderboard
 from workbench.studies.localizers import with_human_rows
 
 log = logging.getLogger(__name__)
 
 
-def cell_text(value: object) -> str:
-    """How a table cell shows a value: empty for missing, 4 significant digits below 1000,
-    one decimal from 1000 on (a distance of 10771.39 km reads 10771.4, not 1.077e+04)."""
-    if value is None or value is pd.NA:
+def cell_text(value: object, key: str = "") -> str:
+    """How a table cell shows a value of column ``key``: empty for missing, else as
+    :func:`workbench.formatting.metric_cell` formats it (km, percentages, counts, 3 significant digits)."""
+    if value is pd.NA or (isinstance(value, (float, np.floating)) and math.isnan(float(value))):
         return ""
-    if isinstance(value, (float, np.floating)):
-        number = float(value)
-        if math.isnan(number):
-            return ""
-        return f"{number:.1f}" if abs(number) >= 1000 else f"{number:.4g}"
-    return str(value)
+    return metric_cell(key, value.item() if isinstance(value, np.generic) else value)
 
 
 def fill_table(table: QTableWidget, frame: pd.DataFrame) -> None:
-    """Show a DataFrame as plain text cells (see :func:`cell_text`)."""
+    """Show a DataFrame with readable column titles and formatted cells (see :func:`cell_text`);
+    each cell keeps its full value in its tooltip and under ``Qt.UserRole`` (the column's key
+    under ``Qt.UserRole`` of its header)."""
     table.clear()
     table.setColumnCount(len(frame.columns))
     table.setRowCount(len(frame))
-    table.setHorizontalHeaderLabels([str(c) for c in frame.columns])
+    for c, column in enumerate(frame.columns):
+        header = QTableWidgetItem(metric_title(str(column)))
+        header.setData(Qt.ItemDataRole.UserRole, str(column))
+        header.setToolTip(str(column))
+        table.setHorizontalHeaderItem(c, header)
     for r, row in enumerate(frame.itertuples(index=False)):
         for c, value in enumerate(row):
-            table.setItem(r, c, QTableWidgetItem(cell_text(value)))
+            item = QTableWidgetItem(cell_text(value, str(frame.columns[c])))
+            raw = value.item() if isinstance(value, np.generic) else value
+            if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+                item.setData(Qt.ItemDataRole.UserRole, raw)
+                item.setToolTip(repr(raw))
+                item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            table.setItem(r, c, item)
     table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
 
 

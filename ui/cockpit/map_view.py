@@ -19,12 +19,16 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidg
 
 from storage import Store
 from ui.cockpit.map_data import great_circle, outline_path
+from ui.legend import ColourLegend
 from workbench.errors import AglwError
+from workbench.formatting import km
 from workbench.metrics.service import model_names, prediction_records
 from workbench.review.views import ClipDetail
 
 PALETTE = ["#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#42d4f4", "#f032e6", "#9a6324"]
 ERROR_RANGE_KM = (10.0, 20_000.0)  # colour scale of the overview, logarithmic
+POOL_LEGEND_KM = (10.0, 100.0, 1000.0, 20_000.0)  # the overview's legend: swatches at these errors
+TRUTH_COLOUR = "#ffd700"
 
 
 def _coordinate(text: object, limit: float) -> float | None:
@@ -61,7 +65,7 @@ class MapView(QWidget):
         self.pool = pg.ScatterPlotItem(size=6, pen=None)
         self.lines = pg.PlotDataItem(pen=pg.mkPen("#333333", width=1.5, style=Qt.PenStyle.DashLine), connect="finite")
         self.predictions = pg.ScatterPlotItem(size=12, symbol="o", pen=pg.mkPen("k"))
-        self.truth = pg.ScatterPlotItem(size=18, symbol="star", brush=pg.mkBrush("#ffd700"), pen=pg.mkPen("k"))
+        self.truth = pg.ScatterPlotItem(size=18, symbol="star", brush=pg.mkBrush(TRUTH_COLOUR), pen=pg.mkPen("k"))
         for item in (self.borders, self.coast, self.pool, self.lines, self.predictions, self.truth):
             self.plot.addItem(item)
         self.outline_problem: str | None = None
@@ -78,6 +82,10 @@ class MapView(QWidget):
         self.legend = QLabel(self.outline_problem or "")
         self.legend.setTextFormat(Qt.TextFormat.PlainText)
         self.legend.setWordWrap(True)
+        # each colour on the map beside what it means, as a swatch (never as a colour code)
+        self.swatches = ColourLegend(columns=2)
+        self.pool_legend = ColourLegend(columns=len(POOL_LEGEND_KM))
+        self.pool.colour_scale = True  # coloured by the error, explained by pool_legend
         self.pool_summary = QLabel("")
         self.pool_summary.setTextFormat(Qt.TextFormat.PlainText)
         top = QHBoxLayout()
@@ -88,6 +96,8 @@ class MapView(QWidget):
         layout.addLayout(top)
         layout.addWidget(self.plot, 1)
         layout.addWidget(self.legend)
+        layout.addWidget(self.swatches)
+        layout.addWidget(self.pool_legend)
         self.points: list[MapPoint] = []
         self.true_point: tuple[float, float] | None = None
         # Guess mode (ui.cockpit.guess_mode) hides the clip's truth, the models' answers and the
@@ -125,6 +135,7 @@ class MapView(QWidget):
         self.truth.setData([], [])
         self.predictions.setData([], [])
         self.lines.setData([], [])
+        self.swatches.set_entries([])
         if detail is None:
             self.legend.setText(self.outline_problem or "no clip")
             return
@@ -138,22 +149,24 @@ class MapView(QWidget):
         legend = [f"{detail.key}: true location "
                   + (f"{detail.latitude:.3f}, {detail.longitude:.3f}" if detail.latitude is not None and detail.longitude is not None else "unknown")]
         has_truth = detail.latitude is not None and detail.longitude is not None
+        entries: list[tuple[str, str, str]] = []
         if has_truth:
             self.true_point = (float(detail.longitude), float(detail.latitude))
             self.truth.setData([self.true_point[0]], [self.true_point[1]])
+            entries.append((TRUTH_COLOUR, f"true location of {detail.key}", "square"))
         spots = []
         for index, prediction in enumerate(detail.predictions):
             lat = _coordinate(prediction.predicted_latitude, 90.0)
             lon = _coordinate(prediction.predicted_longitude, 180.0)
             colour = PALETTE[index % len(PALETTE)]
-            error = "" if prediction.error_km is None else f", error {prediction.error_km:,.0f} km"
+            error = "" if prediction.error_km is None else f", error {km(prediction.error_km)}"
             if lat is None or lon is None:
-                legend.append(f"● {prediction.model}: no location ({prediction.predicted_latitude!r}, "
+                legend.append(f"{prediction.model}: no location ({prediction.predicted_latitude!r}, "
                               f"{prediction.predicted_longitude!r}){error}")
                 continue
             self.points.append(MapPoint(prediction.model, lon, lat, prediction.error_km))
             spots.append({"pos": (lon, lat), "brush": pg.mkBrush(colour), "data": prediction.model})
-            legend.append(f"● {prediction.model} [{colour}]: {lat:.3f}, {lon:.3f}{error}")
+            entries.append((colour, f"{prediction.model}: {lat:.3f}, {lon:.3f}{error}", "circle"))
             if has_truth:
                 gx, gy = great_circle(float(detail.latitude), float(detail.longitude), lat, lon)
                 lines_lon += [gx, np.array([np.nan])]
@@ -162,7 +175,13 @@ class MapView(QWidget):
         self.frame([(p.longitude, p.latitude) for p in self.points] + ([self.true_point] if self.true_point else []))
         if lines_lon:
             self.lines.setData(np.concatenate(lines_lon), np.concatenate(lines_lat))
+        self.swatches.set_entries(entries)
         self.legend.setText("\n".join(legend + ([self.outline_problem] if self.outline_problem else [])))
+
+    def legend_texts(self) -> list[str]:
+        """Every line the map's legends show (the text legend and the swatches' meanings)."""
+        lines = self.legend.text().splitlines()
+        return lines + [label.text() for label in self.swatches.findChildren(QLabel) if label.text()]
 
     def frame(self, positions: list[tuple[float, float]], min_span: float = 40.0) -> None:
         """Zoom to ``positions`` (at least ``min_span`` degrees wide), or the whole world when empty."""
@@ -185,6 +204,7 @@ class MapView(QWidget):
         if model is None or self.hidden:
             self.pool.setData([], [])
             self.pool_summary.setText("")
+            self.pool_legend.set_entries([])
             return
         records = prediction_records(self.store, model)
         lons, lats, errors = [], [], []
@@ -204,4 +224,8 @@ class MapView(QWidget):
         self.pool.setData(x=lons, y=lats, brush=[pg.mkBrush(c) for c in colours], data=values)
         finite = values[np.isfinite(values)]
         median = f"median error {np.median(finite):,.0f} km" if finite.size else "no parseable errors"
-        self.pool_summary.setText(f"{len(lons)} clips, {median} (yellow = far, purple = close)")
+        self.pool_summary.setText(f"{len(lons)} clips, {median}")
+        scale = pg.colormap.get("viridis")
+        self.pool_legend.set_entries([
+            (scale.map((np.log10(distance) - low) / (high - low), mode="qcolor").name(), f"error {km(distance)}")
+            for distance in POOL_LEGEND_KM])

@@ -1,0 +1,164 @@
+"""Numbers as a reader sees them: one place for the significant digits of each kind of number.
+
+Every view and the CLI's text output format what they show through these functions, so a
+distance, an accuracy, a probability or a level reads the same everywhere (``10,771 km``,
+``75.0 %``, ``0.88``, ``-19.2 dBFS``). ``--json`` output never goes through here: it keeps
+full precision. Missing values (None, NaN) read as an empty string or ``—`` (``missing``).
+
+The leaderboard's column names (the JSON keys of ``aglw metrics``) have readable titles in
+:data:`METRIC_TITLES`, with the kind of number each column holds in :data:`METRIC_KINDS`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+MISSING = "—"
+
+
+def _number(value: object) -> float | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(number) else number
+
+
+def km(value: object, missing: str = MISSING) -> str:
+    """A distance: ``0.35 km``, ``3.2 km``, ``412 km``, ``10,771 km`` (metres matter only below 10 km)."""
+    number = _number(value)
+    if number is None:
+        return missing
+    if abs(number) < 1:
+        return f"{number:.2f} km"
+    if abs(number) < 10:
+        return f"{number:.1f} km"
+    return f"{number:,.0f} km"
+
+
+def accuracy(value: object, missing: str = MISSING) -> str:
+    """A rate in [0, 1] as a percentage with one decimal: ``0.25`` → ``25.0 %``."""
+    number = _number(value)
+    return missing if number is None else f"{100.0 * number:.1f} %"
+
+
+def probability(value: object, missing: str = MISSING) -> str:
+    """A probability with two decimals; a small non-zero one reads ``<0.01``, never ``0.00``."""
+    number = _number(value)
+    if number is None:
+        return missing
+    if 0 < number < 0.005:
+        return "<0.01"
+    return f"{number:.2f}"
+
+
+def db(value: object, unit: str = "dBFS", missing: str = MISSING) -> str:
+    """A level in decibels with one decimal: ``-19.219301711`` → ``-19.2 dBFS``."""
+    number = _number(value)
+    if number is None:
+        return missing
+    return f"{number:.1f} {unit}".rstrip()
+
+
+def score(value: object, missing: str = MISSING) -> str:
+    """A score or any other quantity: three significant digits, thousands grouped (``2,540``)."""
+    number = _number(value)
+    if number is None:
+        return missing
+    if number == 0:
+        return "0"
+    if abs(number) >= 1000:
+        return f"{number:,.0f}"
+    digits = max(0, 2 - int(math.floor(math.log10(abs(number)))))
+    return f"{number:.{digits}f}"
+
+
+def count(value: object, missing: str = MISSING) -> str:
+    """A whole number with thousands grouped (``1,440``)."""
+    number = _number(value)
+    return missing if number is None else f"{int(round(number)):,}"
+
+
+def ratio(value: object, missing: str = MISSING) -> str:
+    """A ratio of two quantities (spectral flatness, clipping share): three significant digits."""
+    number = _number(value)
+    if number is None:
+        return missing
+    if number == 0:
+        return "0"
+    if abs(number) < 0.001:
+        return f"{number:.1e}"
+    return score(number)
+
+
+FORMATTERS: dict[str, Callable[..., str]] = {
+    "km": km, "accuracy": accuracy, "probability": probability, "db": db, "score": score, "count": count,
+    "ratio": ratio,
+}
+
+
+def formatted(value: object, kind: str, missing: str = MISSING) -> str:
+    """``value`` formatted as ``kind`` (a key of :data:`FORMATTERS`)."""
+    return FORMATTERS[kind](value, missing=missing)
+
+
+# The leaderboard's columns: the reader's title and the kind of number (JSON keys stay as they are).
+METRIC_TITLES = {
+    "group": "group",
+    "model": "model",
+    "profile": "profile",
+    "n": "n",
+    "n_dataset": "n in dataset",
+    "distance_error_km": "mean error",
+    "continent_acc": "continent acc.",
+    "country_acc": "country acc.",
+    "city_acc": "city acc.",
+    "reject_rate": "rejected",
+    "within_1km": "≤ 1 km",
+    "within_10km": "≤ 10 km",
+    "within_100km": "≤ 100 km",
+    "within_1000km": "≤ 1000 km",
+    "geoscore_mean": "GeoScore",
+}
+METRIC_KINDS = {
+    "n": "count",
+    "n_dataset": "count",
+    "distance_error_km": "km",
+    "continent_acc": "accuracy",
+    "country_acc": "accuracy",
+    "city_acc": "accuracy",
+    "reject_rate": "accuracy",
+    "within_1km": "accuracy",
+    "within_10km": "accuracy",
+    "within_100km": "accuracy",
+    "within_1000km": "accuracy",
+    "geoscore_mean": "score",
+}
+
+
+def metric_title(key: str) -> str:
+    """The readable title of a leaderboard column (``within_1km`` → ``≤ 1 km``); unknown keys
+    read with spaces for underscores, a ``_ci`` column as its metric's title with ``95 % CI``."""
+    if key.endswith("_ci") and key[:-3] in METRIC_TITLES:
+        return f"{METRIC_TITLES[key[:-3]]} 95 % CI"
+    return METRIC_TITLES.get(key, key.replace("_", " "))
+
+
+def metric_cell(key: str, value: object, missing: str = "") -> str:
+    """One leaderboard cell as a reader sees it (see :data:`METRIC_KINDS`)."""
+    if key.endswith("_ci") and key[:-3] in METRIC_KINDS and isinstance(value, (list, tuple)) and len(value) == 2:
+        kind = METRIC_KINDS[key[:-3]]
+        low, high = (formatted(v, kind, missing=MISSING) for v in value)
+        return f"{low} – {high}"
+    kind = METRIC_KINDS.get(key)
+    if kind is not None:
+        return formatted(value, kind, missing=missing)
+    number = _number(value) if isinstance(value, float) else None
+    if isinstance(value, float):
+        return missing if number is None else score(number)
+    if value is None:
+        return missing
+    return str(value)
