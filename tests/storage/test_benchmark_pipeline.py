@@ -21,6 +21,12 @@ from workbench.audio import synth
 
 datasets = pytest.importorskip("datasets", reason="the [share] extra (datasets) is not installed")
 
+
+def load(folder: Path):  # type: ignore[no-untyped-def]
+    """``datasets.load_dataset(folder)`` as a user calls it; only its cache goes beside the folder,
+    not into the home directory."""
+    return datasets.load_dataset(str(folder), cache_dir=str(folder.parent / f".{folder.name}-hf-cache"))
+
 # name, latitude, longitude, ISO-3 code; no continents anywhere
 PLACES = [
     ("reykjavik", 64.1466, -21.9426, "ISL"), ("lima", -12.0464, -77.0428, "PER"),
@@ -106,7 +112,7 @@ def test_a_non_agl1k_pool_from_import_to_a_loadable_benchmark(pool, capsys):
     out = pool["tmp"] / "benchmark"
     exported = aglw(capsys, *db, "--json", "export", "selection", "--format", "hf", str(out))
     assert exported["n_rows"] == 3 and not exported["without_audio"]
-    rows = datasets.load_dataset(str(out))["test"].cast_column("audio", datasets.Audio(decode=False))
+    rows = load(out)["test"].cast_column("audio", datasets.Audio(decode=False))
     assert len(rows) == 3 and rows["key"] == chosen
     by_key = {r["uid"]: r for r in pool["records"]}
     for row in rows:

@@ -20,6 +20,12 @@ from workbench.importing import import_dataset
 
 datasets = pytest.importorskip("datasets", reason="the [share] extra (datasets) is not installed")
 
+
+def load(folder: Path):  # type: ignore[no-untyped-def]
+    """``datasets.load_dataset(folder)`` as a user calls it; only its cache goes beside the folder,
+    not into the home directory."""
+    return datasets.load_dataset(str(folder), cache_dir=str(folder.parent / f".{folder.name}-hf-cache"))
+
 # SoundingEarth-like layout: other column names, a DMS latitude, ISO-3 country codes, extra columns.
 TABLE = (
     "sample_id\tlat_dms\tlon\tplace\tiso3\twav\tlicense\tauthor\tseconds\tnotes\n"
@@ -72,7 +78,7 @@ def stored(store) -> dict[str, dict]:
 def test_export_loads_with_datasets_row_for_row_and_byte_for_byte(source):
     out = source["tmp"] / "bench"
     assert main(["--db", str(source["store"].sqlite_path), "--json", "export", "dataset", "--format", "hf", str(out)]) == 0
-    loaded = datasets.load_dataset(str(out))
+    loaded = load(out)
     assert list(loaded) == ["test"]
     rows = loaded["test"].cast_column("audio", datasets.Audio(decode=False))
     assert isinstance(loaded["test"].features["audio"], datasets.Audio)
@@ -147,7 +153,7 @@ def test_paths_only_export_links_in_place_on_import(source):
     from workbench.curation.hf_export import export_hf
 
     export_hf(source["store"], out, embed_audio=False)
-    rows = datasets.load_dataset(str(out))["test"].cast_column("audio", datasets.Audio(decode=False))
+    rows = load(out)["test"].cast_column("audio", datasets.Audio(decode=False))
     assert all(r["audio"]["bytes"] is None and not Path(r["audio"]["path"]).is_absolute() for r in rows)
     store_b = open_store(source["tmp"] / "b.sqlite")
     try:
@@ -186,7 +192,7 @@ def test_output_folder_rules(source):
     with pytest.raises(AglwError, match="--force"):
         export_hf(source["store"], out)
     export_hf(source["store"], out, force=True, keys=["se-003"])
-    assert datasets.load_dataset(str(out))["test"]["key"] == ["se-003"]
+    assert load(out)["test"]["key"] == ["se-003"]
     with pytest.raises(AglwError, match="unknown clip key"):
         export_hf(source["store"], source["tmp"] / "x", keys=["nope"])
 
