@@ -18,12 +18,12 @@ events_app = typer.Typer(help="Spatial sound events: STARSS23/DCASE files, SELD 
 _CLASS_LIST_HELP = "The project's class list (one name per line; index = line) instead of the 13 STARSS23 classes."
 
 
-def _class_names(class_list: Optional[Path]) -> tuple[tuple[str, ...], str]:
-    from workbench.events.model import STARSS23_CLASSES
+def _class_names(class_list: Optional[Path]) -> tuple[tuple[str, ...] | None, str]:
+    """The --class-list given (None: the list beside the file or stored with the events, else STARSS23's)."""
     from workbench.events.starss23 import read_class_list
 
     if class_list is None:
-        return STARSS23_CLASSES, "starss23"
+        return None, "project"
     return read_class_list(class_list), "project"
 
 

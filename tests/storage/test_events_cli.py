@@ -119,3 +119,57 @@ def test_an_unknown_annotator_is_an_error_for_export_and_qa(sqlite_path, tmp_pat
         assert main([*base, *argv]) == 1
         assert "no annotator called 'nobody' in this project" in capsys.readouterr().err
     assert not (tmp_path / "e.csv").exists() and not (tmp_path / "q.json").exists()
+
+
+def test_the_class_list_travels_with_the_events(sqlite_path, tmp_path, capsys) -> None:
+    """Exported with --class-list, imported again without it: the names stay (never "female speech")."""
+    _project(sqlite_path, keys=("scene_1", "scene_2"))
+    base = ["--db", str(sqlite_path), "--annotator", "ana", "--json"]
+    classes = tmp_path / "ours.txt"
+    classes.write_text("dog\ncar horn\n")
+    source = tmp_path / "scene_1.csv"
+    source.write_text("0,0,0,30,0\n1,0,0,32,0\n5,1,0,-90,10\n")
+    run_json(capsys, *base, "events", "import", str(source), "--class-list", str(classes))
+    out = tmp_path / "out" / "scene_1.csv"
+    out.parent.mkdir()
+    exported = run_json(capsys, *base, "events", "export", "--clip", "scene_1", str(out))  # no --class-list: stored
+    assert out.read_text() == source.read_text()
+    assert exported["class_list"] == str(out.with_suffix(".classes.txt"))
+    assert out.with_suffix(".classes.txt").read_text() == "dog\ncar horn\n"
+    # imported again into another clip without --class-list: the list beside the file gives the names
+    again = run_json(capsys, *base, "events", "import", str(out), "--clip", "scene_2")
+    assert again["n_events"] == 2
+    store = open_store(sqlite_path)
+    try:
+        from workbench.events.service import EventService
+
+        names = {e.class_name for e in EventService(store).events()}
+    finally:
+        store.dispose()
+    assert names == {"dog", "car horn"}
+    # without the list beside it, the clip's stored list is used, and an index outside it is refused
+    lone = tmp_path / "lone.csv"
+    lone.write_text("0,5,0,0,0\n")
+    capsys.readouterr()
+    assert main(["--db", str(sqlite_path), "--annotator", "ana", "events", "import", str(lone), "--clip", "scene_1",
+                 "--replace"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "class 5 is unknown" in err and len(err.splitlines()) == 1
+
+
+def test_qa_refuses_to_pool_annotators_as_export_does(sqlite_path, tmp_path, capsys) -> None:
+    _project(sqlite_path)
+    source = tmp_path / "scene_1.csv"
+    source.write_text(CSV)
+    for who in ("ana", "ben"):
+        run_json(capsys, "--db", str(sqlite_path), "--annotator", who, "--json", "events", "import", str(source))
+    capsys.readouterr()
+    for argv in (["events", "export", "--clip", "scene_1", str(tmp_path / "e.csv")],
+                 ["events", "qa", "--out", str(tmp_path / "q.jsonl")]):
+        assert main(["--db", str(sqlite_path), *argv]) == 1
+        err = capsys.readouterr().err.strip()
+        assert "has events by 2 annotators; pass --annotator NAME" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "q.jsonl").exists()
+    made = run_json(capsys, "--db", str(sqlite_path), "--annotator", "ben", "--json", "events", "qa",
+                    "--out", str(tmp_path / "q.jsonl"))
+    assert made["n_clips"] == 1

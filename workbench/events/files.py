@@ -20,6 +20,7 @@ from workbench.events.starss23 import (
     MetadataFile,
     events_to_rows,
     format_rows,
+    read_class_list,
     read_metadata,
     rows_to_events,
 )
@@ -49,42 +50,108 @@ def _clip_for_file(store: Store, path: Path, clip_key: str | None) -> int:
         raise InputError(f"{path}: no clip with key {key!r} in this project{how}") from None
 
 
+def class_list_path(csv_path: str | Path) -> Path:
+    """The class list written beside an exported file (``scene.csv`` → ``scene.classes.txt``), read
+    back by an import of that file: the names travel with the indices."""
+    return Path(csv_path).with_suffix(".classes.txt")
+
+
+def _stored_class_list(store: Store, clip_id: int, annotator_id: int | None = None) -> tuple[str, ...] | None:
+    """The class list the clip's (the annotator's) stored events were imported with (None: none)."""
+    query = select(SpatialEvent.class_list).where(SpatialEvent.clip_id == clip_id,
+                                                  SpatialEvent.deleted == False)  # noqa: E712 - SQL comparison
+    if annotator_id is not None:
+        query = query.where(SpatialEvent.annotator_id == annotator_id)
+    with store.session() as s:
+        lists = {tuple(v) for v in s.exec(query).all() if v}
+    if len(lists) > 1:
+        raise InputError(f"the events of clip {clip_id} were imported with {len(lists)} different class lists; "
+                         "pass --class-list FILE")
+    return next(iter(lists)) if lists else None
+
+
+def _import_classes(store: Store, path: Path, clip_id: int, class_names: Sequence[str] | None,
+                    vocabulary: str) -> tuple[tuple[str, ...], str, tuple[str, ...] | None]:
+    """The class list an import reads indices against, its vocabulary, and the list to store.
+
+    Given (``--class-list``), else the list exported beside the file, else the list the clip's
+    events were imported with, else the 13 STARSS23 classes: an index is never silently read as a
+    STARSS23 class ("female speech") when the events came with a list of their own.
+    """
+    if class_names is not None:
+        names = tuple(class_names)
+        if names == STARSS23_CLASSES:
+            return names, "starss23", None
+        return names, vocabulary, names
+    sidecar = class_list_path(path)
+    if sidecar.is_file():
+        names = read_class_list(sidecar)
+        return names, "project", names
+    stored = _stored_class_list(store, clip_id)
+    if stored is not None:
+        return stored, "project", stored
+    return STARSS23_CLASSES, "starss23", None
+
+
 def import_events_file(
     store: Store, annotator_id: int, path: str | Path, *, clip_key: str | None = None,
-    class_names: Sequence[str] = STARSS23_CLASSES, vocabulary: str = "starss23",
+    class_names: Sequence[str] | None = None, vocabulary: str = "project",
     replace: bool = False, dry_run: bool = False,
 ) -> ImportReport:
-    """Import one STARSS23/DCASE metadata file as the annotator's events on one clip (all or nothing)."""
+    """Import one STARSS23/DCASE metadata file as the annotator's events on one clip (all or nothing).
+
+    ``class_names`` None: the class list beside the file, else the clip's stored one, else
+    STARSS23's (:func:`_import_classes`); the list is stored with the events.
+    """
     path = Path(path)
     clip_id = _clip_for_file(store, path, clip_key)
     info = clip_info(store, clip_id)
+    names, vocabulary, stored_list = _import_classes(store, path, clip_id, class_names, vocabulary)
     n_frames = None if info.duration_s is None else int(math.floor(info.duration_s / FRAME_S + 0.5))
-    metadata = read_metadata(path, n_classes=len(class_names), n_frames=n_frames)
-    events = rows_to_events(metadata, tuple(class_names), vocabulary)
+    metadata = read_metadata(path, n_classes=len(names), n_frames=n_frames)
+    events = rows_to_events(metadata, names, vocabulary)
     uids: list[str] = []
     if not dry_run:
-        uids = EventService(store).import_events(annotator_id, clip_id, events, replace=replace, source=str(path))
+        uids = EventService(store).import_events(annotator_id, clip_id, events, replace=replace, source=str(path),
+                                                 class_list=stored_list)
     return ImportReport(info.key, clip_id, str(path), len(metadata.rows), len(events),
                         "dcase2024" if metadata.has_distance else "dcase2023", uids, dry_run)
 
 
 def export_events_file(
     store: Store, clip_key: str, out: str | Path, *, annotator_id: int | None = None,
-    class_names: Sequence[str] = STARSS23_CLASSES, force: bool = False,
+    class_names: Sequence[str] | None = None, force: bool = False,
 ) -> dict[str, Any]:
-    """Write a clip's events (of one annotator) as a STARSS23/DCASE metadata file."""
+    """Write a clip's events (of one annotator) as a STARSS23/DCASE metadata file.
+
+    ``class_names`` None: the list the events were imported with, else STARSS23's. A list other
+    than STARSS23's is written beside the file (:func:`class_list_path`), so that importing the
+    file again reads the same names.
+    """
     out = check_file_target(out, force=force)  # refused before any work; a link is never written through
     clip_id = clip_id_for_key(store, clip_key)
     events = EventService(store).events(clip_id, annotator_id)
+    _one_annotator(events, clip_key, "export")
+    owner = next(iter({e.annotator_id for e in events}), annotator_id)
+    names = tuple(class_names) if class_names is not None else (
+        _stored_class_list(store, clip_id, owner) or STARSS23_CLASSES)
+    sidecar = None if names == STARSS23_CLASSES else check_file_target(class_list_path(out), force=force)
+    rows, has_distance = events_to_rows(events, names)
+    write_text(out, format_rows(rows, has_distance), force=force)
+    if sidecar is not None:
+        write_text(sidecar, "".join(f"{name}\n" for name in names), force=force)
+    return {"clip_key": clip_key, "file": str(out), "n_events": len(events), "n_rows": len(rows),
+            "format": "dcase2024" if has_distance else "dcase2023",
+            "class_list": None if sidecar is None else str(sidecar)}
+
+
+def _one_annotator(events: Sequence[Any], clip_key: str, what: str) -> None:
+    """Refuse to pool several annotators' events (each sound would count once per annotator)."""
     annotators = {e.annotator_id for e in events}
     if len(annotators) > 1:
         raise InputError(
-            f"clip {clip_key} has events by {len(annotators)} annotators; pass --annotator NAME to export one's"
+            f"clip {clip_key} has events by {len(annotators)} annotators; pass --annotator NAME to {what} one's"
         )
-    rows, has_distance = events_to_rows(events, tuple(class_names))
-    write_text(out, format_rows(rows, has_distance), force=force)
-    return {"clip_key": clip_key, "file": str(out), "n_events": len(events), "n_rows": len(rows),
-            "format": "dcase2024" if has_distance else "dcase2023"}
 
 
 def evaluate_folders(
@@ -161,6 +228,7 @@ def write_questions(
     for key in keys:
         clip_id = clip_id_for_key(store, key)
         events = service.events(clip_id, annotator_id)
+        _one_annotator(events, key, "write questions from")
         info = clip_info(store, clip_id)
         clips.append(ClipEvents(key, clip_audio_path(store, clip_id) or info.audio_path, info.duration_s, events))
     questions = generate_questions(clips)

@@ -238,7 +238,8 @@ class EventService:
         return values
 
     def import_events(self, annotator_id: int, clip_id: int, events: Sequence[SpatialEventData], *,
-                      replace: bool = False, source: str = "import") -> list[str]:
+                      replace: bool = False, source: str = "import",
+                      class_list: Sequence[str] | None = None) -> list[str]:
         """Store ``events`` for one clip in one transaction (all or nothing); returns their ids.
 
         With ``replace``, each of the annotator's events on the clip is deleted by the write of a
@@ -273,7 +274,7 @@ class EventService:
                           expected_version=row.version, command_id=command_id)
             for event in clean:
                 row = SpatialEvent(uid=uuid.uuid4().hex, annotator_id=annotator_id, clip_id=clip_id, version=1,
-                                   **_fields(event))
+                                   class_list=None if class_list is None else list(class_list), **_fields(event))
                 s.add(row)
                 s.flush()
                 s.add(self._history(row, None, _snapshot(row), command_id, "do"))
