@@ -50,3 +50,26 @@ def test_builder_counts_match_aglw_select_and_export(qtbot, store, sqlite_path, 
     assert manifest["selection_id"] == result.selection_id and manifest["n_rows"] == 6
     assert manifest["counts"] == cli["counts"]
     assert len((tmp_path / "out.csv").read_text().splitlines()) == 7
+
+
+def test_the_view_says_why_an_accepted_clip_was_left_out(qtbot, store, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from tests.storage.test_curation_fixtures import set_quality
+
+    ids = project(store)
+    expert = add_annotator(store, "erin")
+    set_clip_label(store, expert, ids["clip_02"], decision="accept")
+    set_quality(store, ids["clip_02"], rms_dbfs=-80.0, spectral_flatness=0.1, clipping_ratio=0.0, aci=5.0)
+    service.fit(store, FitParameters(n_min=1))
+    view = SelectionView(store)
+    qtbot.addWidget(view)
+    view.resize(1100, 600)
+    view.size.setValue(6)
+    result = view.build()
+    assert result is not None and "clip_02" not in result.keys
+    texts = [view.left_out.item(i).text() for i in range(view.left_out.count())]
+    assert len(texts) == 1 and texts[0].startswith("clip_02: unresolved quality flag(s): low_level")
+    assert "aglw quality overrule" in texts[0]
+    view.grab().save(str(tmp_path / "selection_left_out.png"))
+    view.decisions_hidden = "hidden in blind mode"
+    view._show_result(result)
+    assert [view.left_out.item(i).text() for i in range(view.left_out.count())] == ["hidden in blind mode"]

@@ -107,9 +107,14 @@ class SelectionView(QWidget):
         self.chosen.itemActivated.connect(lambda item: self.clipActivated.emit(item.data(KEY_ROLE)))
         self.message = QLabel("")
         self.message.setTextFormat(Qt.TextFormat.PlainText)
+        # every clip with an expert accept that the selection left out, with why (select's JSON says the same)
+        self.left_out = QListWidget()
+        self.left_out.setWordWrap(True)
+        self.left_out.itemActivated.connect(lambda item: self.clipActivated.emit(item.data(KEY_ROLE)))
         self.message.setWordWrap(True)
         lists = QHBoxLayout()
-        for title, widget in (("Expert accepts / rejects", self.decisions), ("Selected clips", self.chosen)):
+        for title, widget in (("Expert accepts / rejects", self.decisions), ("Selected clips", self.chosen),
+                              ("Accepted but left out: why", self.left_out)):
             column = QVBoxLayout()
             column.addWidget(QLabel(title))
             column.addWidget(widget)
@@ -218,6 +223,15 @@ class SelectionView(QWidget):
         self._fill_counts()
 
     def build(self) -> SelectionResult | None:
+        self.left_out.clear()
+        hidden = getattr(self, "decisions_hidden", None)
+        if hidden is not None:  # the reasons name expert accepts: hidden with them
+            self.left_out.addItem(hidden)
+        for entry in [] if hidden is not None else result.counts.get("accepted_left_out", []):
+            item = QListWidgetItem(f"{entry['key']}: {entry['reason']}")
+            item.setData(KEY_ROLE, str(entry["key"]))
+            item.setToolTip(entry["reason"])
+            self.left_out.addItem(item)
         """Select (and store) ``size`` clips from the chosen run, as ``aglw select`` does."""
         run_id = self.run.currentData()
         try:
