@@ -71,7 +71,7 @@ def main() -> int:
         from tests.storage.alm_project import write_tone
         from workbench.alm.runner import AlmRunOptions, dry_run, run_alm
         from workbench.importing.agl1k import read_agl1k_csv
-        from workbench.importing.service import import_dataset
+        from workbench.importing import import_dataset
 
         csv = data / "geoLocalization_schema.csv"
         keys = [row["key"] for row in read_agl1k_csv(csv, format="agl1k").rows]

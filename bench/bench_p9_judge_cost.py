@@ -31,7 +31,7 @@ def main() -> int:
         from storage import open_store
         from workbench.attribution.config import load_judges
         from workbench.attribution.estimate import dry_run
-        from workbench.importing.service import import_dataset, import_predictions
+        from workbench.importing import import_dataset, import_predictions
 
         store = open_store(Path(tmp) / "p9.sqlite")
         import_dataset(store, data / "geoLocalization_schema.csv", format="agl1k")

@@ -27,7 +27,7 @@ FAILING = {"html", "always_fail"}
 @pytest.fixture
 def agl1k(shared_dir: Path, tmp_path: Path):  # type: ignore[no-untyped-def]
     from storage import open_store
-    from workbench.importing.service import import_dataset
+    from workbench.importing import import_dataset
 
     root = tmp_path / "alm-agl1k"
     records = [json.loads(line) for line in

@@ -12,7 +12,7 @@ from storage import open_store
 from storage.models import Clip, JudgeCall, JudgeRun, Judgment, Prediction, Tag, TaggerRun
 from tests.support.fake_anthropic import FakeAnthropicAPI
 from cli.main import main
-from workbench.importing.service import import_dataset, import_predictions
+from workbench.importing import import_dataset, import_predictions
 
 KEY = "sk-ant-e2e-SECRET-a1b2c3d4e5f6a7b8"
 TAGS = [("/m/09x0r", 0, 0.92), ("/m/07yv9", 300, 0.41), ("/m/0838f", 288, 0.2), ("/m/04rlf", 137, 0.05)]

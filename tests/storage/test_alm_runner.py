@@ -322,7 +322,7 @@ def test_gemini_inline_files_api_faults_and_key(project, tmp_path, monkeypatch) 
 def test_a_run_on_postgresql_stores_answers_and_skips_them_next_time(pg_url, tmp_path) -> None:  # type: ignore[no-untyped-def]
     from storage import open_store
     from tests.storage.test_import_dataset import clip_row, write_csv
-    from workbench.importing.service import import_dataset
+    from workbench.importing import import_dataset
 
     write_alm_config(timeout=2.0)
     media = tmp_path / "media"

@@ -65,7 +65,7 @@ def test_select_needs_a_run(store) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_export_round_trips_through_the_agl1k_importer(store, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    import_dataset = pytest.importorskip("workbench.importing.service").import_dataset
+    from workbench.importing import import_dataset
     ids = project(store)
     tricky = {
         "description": 'Rain, "heavy"\non a tin roof<br />über',
