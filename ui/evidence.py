@@ -463,9 +463,9 @@ class ClipPanel(QWidget):
                 self.score.setText("no curation run yet (aglw fit)")
             else:
                 candidate = "candidate" if detail.candidate else "not a candidate"
-                self.score.setText(
-                    f"{detail.localizability:.3f} (percentile {detail.percentile:.0f}, θ = {detail.theta:g}, {candidate})"
-                )
+                # two short lines rather than one long wrapped one: a narrow Judgment dock cut it
+                self.score.setText(f"{detail.localizability:.3f}, percentile {detail.percentile:.0f}\n"
+                                   f"{candidate} (θ = {detail.theta:g})")
             self.flags.setText(", ".join(detail.quality_flags) or "no quality flags")
             own = detail.own_label
             self.rating.setCurrentIndex(own.rating or 0)

@@ -173,7 +173,10 @@ class CurationView(CategoryTableMixin, QWidget):
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QTableWidget.SelectionMode.SingleSelection)
-        self.table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        # every column as wide as its title and its cells ("Forced by expert", "Walk, footsteps"): the
+        # table scrolls sideways rather than cut a title or a name
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.setWordWrap(False)
         self.what_if_mode = QCheckBox("What-if only (preview, nothing recorded)")
         force_row = QHBoxLayout()
         force_row.addWidget(QLabel("Force selected category:"))
@@ -188,7 +191,7 @@ class CurationView(CategoryTableMixin, QWidget):
         self.runs = QTableWidget(0, 4)
         self.runs.setHorizontalHeaderLabels(["Run", "Created", "Candidates", "θ"])
         self.runs.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        self.runs.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        self.runs.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.runs.setToolTip("double-click a run to show it")
         self.runs.cellDoubleClicked.connect(self._run_double_clicked)
         self.run_a = QComboBox()
