@@ -411,6 +411,8 @@ class ClipPanel(QWidget):
     decisionChanged = Signal(object)
     noteChanged = Signal(object)
     revealRequested = Signal()
+    # (flag, True: keep the clip despite the flag / False: the flag stands); the window makes a command
+    qualityVoted = Signal(str, bool)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -428,6 +430,12 @@ class ClipPanel(QWidget):
         form = QFormLayout()
         form.addRow("Localizability", self.score)
         form.addRow("Quality", self.flags)
+        # the curator's control of each flag (curation-model.md: every flag can be overruled)
+        self.quality_vote = QComboBox()
+        self.quality_vote.setToolTip("Overrule a quality flag to keep the clip in the selection despite it "
+                                     "(your vote, in the label history; Ctrl+Z undoes), or restore it")
+        self.quality_vote.activated.connect(self._quality_vote_activated)
+        form.addRow("Your flag vote", self.quality_vote)
         form.addRow("Your rating (1–5)", self.rating)
         form.addRow("Decision", self.decision)
         form.addRow("Note", self.note)
@@ -482,6 +490,31 @@ class ClipPanel(QWidget):
                 self.others.setText("")
         finally:
             self._updating = False
+
+    def set_quality_votes(self, flags: Sequence[str], own_votes: dict[str, bool | None]) -> None:
+        """The clip's flags and this annotator's votes on them: the Quality row names each flag with
+        the vote, the combo offers the other choice per flag."""
+        self._updating = True
+        try:
+            self.quality_vote.clear()
+            self.quality_vote.addItem("—", None)
+            for flag in flags:
+                vote = own_votes.get(flag)
+                if vote is not True:
+                    self.quality_vote.addItem(f"overrule {flag}", (flag, True))
+                if vote is not False:
+                    self.quality_vote.addItem(f"restore {flag}", (flag, False))
+            self.quality_vote.setEnabled(bool(flags))
+            if flags:
+                shown = {True: " (overruled by you)", False: " (stands: your vote)", None: ""}
+                self.flags.setText(", ".join(f"{f}{shown[own_votes.get(f)]}" for f in flags))
+        finally:
+            self._updating = False
+
+    def _quality_vote_activated(self, index: int) -> None:
+        choice = self.quality_vote.itemData(index)
+        if not self._updating and choice is not None:
+            self.qualityVoted.emit(choice[0], bool(choice[1]))
 
     def _rating_activated(self, index: int) -> None:
         if not self._updating:

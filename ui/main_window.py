@@ -157,6 +157,7 @@ class MainWindow(ClipViewMixin, EditsMixin, ProjectsMixin, DialogsMixin, QMainWi
         self.browser.table.selectionModel().currentRowChanged.connect(self._browser_current_changed)
         self.reasoning.seekRequested.connect(self.player_view.seek)
         self.player_view.status.connect(self.show_status)
+        self.clip_panel.qualityVoted.connect(self._quality_vote)
         self.player_view.scaleChanged.connect(self._scale_changed)
         self.player_view.spectrogramPainted.connect(self._spectrogram_painted)
         self.grid.grid_model.editRequested.connect(self._grid_edit)

@@ -177,6 +177,10 @@ class ClipViewMixin:
             tab, plain_tooltip(f"Reasoning of {model} (choose the ALM in the Clip tab)") if model else "")
         self.tags.set_tags(detail.tags if detail else [])
         self.info.set_detail(detail)
+        if detail is not None:  # the annotator's own votes on the clip's quality flags
+            own = {v["flag"]: v["overruled"] for v in self.session.labels.quality_overrules(detail.clip_id)
+                   if v["annotator_id"] == self.session.annotator.id}
+            self.clip_panel.set_quality_votes(detail.quality_flags, own)
         if hidden:
             self.info.hide_location(detail.key, HIDDEN_TEXT)
         self.clip_panel.set_detail(detail, show_others=visible)

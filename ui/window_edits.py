@@ -87,6 +87,18 @@ class EditsMixin:
         if self.detail is None:
             return
         self.execute(SetClipLabel(self.labels, self.annotator.id, self.detail.clip_id,
+    def _quality_vote(self, flag: str, overruled: bool) -> None:
+        """The annotator's vote on one quality flag of the clip, as a command (undo, history)."""
+        from workbench.commands import SetQualityOverrule
+
+        if self.detail is None:
+            return
+        labels, annotator = self.session.labels, self.session.annotator.id
+        mine = [v for v in labels.quality_overrules(self.detail.clip_id)
+                if v["annotator_id"] == annotator and v["flag"] == flag]
+        self.execute(SetQualityOverrule(labels, annotator, self.detail.clip_id, flag,
+                                        base_version=mine[0]["version"] if mine else 0, overruled=overruled))
+
                                   base_version=self.detail.own_label.version, **values))
 
     def _show_conflict(self, exc: ConflictError) -> None:
