@@ -178,8 +178,8 @@ class ClipViewMixin:
         self.tags.set_tags(detail.tags if detail else [])
         self.info.set_detail(detail)
         if detail is not None:  # the annotator's own votes on the clip's quality flags
-            own = {v["flag"]: v["overruled"] for v in self.session.labels.quality_overrules(detail.clip_id)
-                   if v["annotator_id"] == self.session.annotator.id}
+            own = {v["flag"]: v["overruled"] for v in self.labels.quality_overrules(detail.clip_id)
+                   if v["annotator_id"] == self.annotator.id}
             self.clip_panel.set_quality_votes(detail.quality_flags, own)
         if hidden:
             self.info.hide_location(detail.key, HIDDEN_TEXT)

@@ -93,7 +93,7 @@ class EditsMixin:
 
         if self.detail is None:
             return
-        labels, annotator = self.session.labels, self.session.annotator.id
+        labels, annotator = self.labels, self.annotator.id
         mine = [v for v in labels.quality_overrules(self.detail.clip_id)
                 if v["annotator_id"] == annotator and v["flag"] == flag]
         self.execute(SetQualityOverrule(labels, annotator, self.detail.clip_id, flag,

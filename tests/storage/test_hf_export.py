@@ -227,3 +227,16 @@ def test_without_the_share_extra_one_line_names_it(source, monkeypatch, capsys):
     err = capsys.readouterr().err.strip()
     assert err.splitlines() == [err] and "'share' extra" in err and "agl-workbench[share]" in err
     assert not out.exists()
+
+
+def test_large_exports_are_split_into_shards_that_load_as_one_split(source, monkeypatch):
+    import workbench.curation.hf_export as hf_export
+
+    sizes = sorted(p.stat().st_size for p in source["folder"].rglob("*.wav"))
+    monkeypatch.setattr(hf_export, "SHARD_BYTES", sizes[-1])  # one recording per shard
+    out = source["tmp"] / "sharded"
+    result = hf_export.export_hf(source["store"], out)
+    assert sorted(result.files) == [f"data/test-0000{i}-of-00003.parquet" for i in range(3)]
+    assert load(out)["test"]["key"] == sorted(stored(source["store"]))
+    document = json.loads((out / "croissant.json").read_text(encoding="utf-8"))
+    assert {d["@id"] for d in document["distribution"]} == {*result.files, "parquet-files"}

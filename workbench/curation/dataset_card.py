@@ -302,7 +302,8 @@ def croissant_document(name: str, exported: Any, hashes: dict[str, str], made: d
         "citeAs": f"{name} (exported by the AGL Workbench {made['tool_version']}, {made['exported_at'][:10]})",
         "datePublished": made["exported_at"][:10],
         "version": "1.0.0",
-        "license": licences if len(licences) != 1 else licences[0],
+        "license": (licences if len(licences) > 1 else licences[0]) if licences
+        else "unknown: the source gives no licence; check each recording's terms",
         **({"url": made["url"]} if made.get("url") else {}),
         "distribution": distribution,
         "recordSet": [{
