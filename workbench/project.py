@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import func, or_
@@ -127,10 +127,50 @@ def latest_curation_run_id(session: Session, *, before: int | None = None) -> in
     return int(found) if found is not None else None
 
 
+STANDING, SUPERSEDED, EARLIER_RUN = "standing", "superseded", "earlier run"
+
+
+def judgment_standing(
+    rows: Iterable[tuple[int, int, str, int | None, int, str | None]], *, per_alm: bool = True
+) -> dict[int, str]:
+    """The one rule for "the latest judgment of judge J on clip k": judgment id → :data:`STANDING`,
+    :data:`SUPERSEDED` (an earlier attempt inside the latest run) or :data:`EARLIER_RUN`.
+
+    ``rows`` are ``(judgment_id, judge_run_id, judge_name, alm_run_id, clip_id, category_id)``.
+    For each judge, clip (and ALM, with ``per_alm``) the judge's latest run that judged the clip
+    (highest run id: the order of the store, not of anyone's clock) is what the judge says now; in
+    it, the last judgment of each category stands (a retry inside the run replaces its first
+    attempt). A standing judgment may be a failed one: then the judge has no rating for that
+    category now, and an earlier run's answer does not stand in for it (earlier runs are the
+    test-retest material of the agreement study).
+    """
+    rows = list(rows)
+
+    def slot(run_name_alm_clip: tuple[str, int | None, int]) -> tuple[Any, ...]:
+        name, alm_run_id, clip_id = run_name_alm_clip
+        return (name, alm_run_id, clip_id) if per_alm else (name, clip_id)
+
+    latest_run: dict[tuple[Any, ...], int] = {}
+    for _id, run_id, name, alm_run_id, clip_id, _category in rows:
+        key = slot((name, alm_run_id, clip_id))
+        latest_run[key] = max(latest_run.get(key, -1), run_id)
+    last: dict[tuple[Any, ...], int] = {}
+    for judgment_id, run_id, name, alm_run_id, clip_id, category in rows:
+        key = slot((name, alm_run_id, clip_id))
+        if run_id == latest_run[key]:
+            last[(*key, category)] = max(last.get((*key, category), -1), judgment_id)
+    standing = set(last.values())
+    return {
+        judgment_id: STANDING if judgment_id in standing
+        else SUPERSEDED if run_id == latest_run[slot((name, alm_run_id, clip_id))] else EARLIER_RUN
+        for judgment_id, run_id, name, alm_run_id, clip_id, _category in rows
+    }
+
+
 def latest_judgments(
     session: Session, clip_ids: Sequence[int] | None, *, per_alm: bool = False
 ) -> list[tuple[Judgment, str, int | None]]:
-    """Judgments with their judge name and ALM run: each judge's latest run per clip only
+    """The standing judgments (:func:`judgment_standing`) with their judge name and ALM run
     (``per_alm``: per clip and ALM, as the review's ALM choice and ``judgments show`` need)."""
     from storage.models import JudgeRun, Judgment
 
@@ -140,15 +180,10 @@ def latest_judgments(
     if clip_ids is not None:
         query = query.where(col(Judgment.clip_id).in_(list(clip_ids)))
     rows = session.exec(query).all()
-
-    def slot(judgment: Judgment, name: str, alm_run_id: int | None) -> tuple[Any, ...]:
-        return (judgment.clip_id, name, alm_run_id) if per_alm else (judgment.clip_id, name)
-
-    latest_run: dict[tuple[Any, ...], int] = {}
-    for row in rows:
-        key = slot(*row)
-        latest_run[key] = max(latest_run.get(key, -1), row[0].judge_run_id)
-    return [(j, n, a) for j, n, a in rows if j.judge_run_id == latest_run[slot(j, n, a)]]
+    standing = judgment_standing(
+        ((j.id, j.judge_run_id, name, alm, j.clip_id, j.category_id) for j, name, alm in rows), per_alm=per_alm
+    )
+    return [(j, n, a) for j, n, a in rows if standing[j.id] == STANDING]
 
 
 # --------------------------------------------------------------------------- read-back commands

@@ -78,3 +78,50 @@ def test_no_second_layout_rule() -> None:
                  for folder in ("workbench", "ui", "cli") for path in sorted((root / folder).rglob("*.py"))
                  if guess.search(path.read_text(encoding="utf-8"))]
     assert not offenders, offenders
+
+
+def test_one_rule_for_the_latest_judgment(store) -> None:  # type: ignore[no-untyped-def]
+    """Review, agreement and curation agree on what a judge says now: its latest run (by the store's
+    order, not its clock) on the clip; there the last attempt per category stands, and a failed one
+    is no rating (an earlier run's answer is a re-test, not a stand-in)."""
+    from storage.models import AlmRun, JudgeRun, Judgment, Prediction
+    from workbench.agreement.units import load_ratings
+    from workbench.curation.inputs import gather_inputs
+    from workbench.project import latest_judgments
+
+    with store.write() as s:
+        dataset, alm = Dataset(name="d"), AlmRun(model="alm")
+        s.add_all([dataset, alm])
+        s.flush()
+        clip = Clip(dataset_id=dataset.id, key="k1", latitude=1.0, longitude=1.0)
+        s.add(clip)
+        s.flush()
+        s.add(Prediction(alm_run_id=alm.id, clip_id=clip.id, question_id="k1", predicted_latitude="1",
+                         predicted_longitude="1"))
+        old = JudgeRun(judge_name="opus", provider="t", model_id="m", prompt_version="v", alm_run_id=alm.id,
+                       created_at=datetime(2030, 1, 1, tzinfo=timezone.utc))
+        new = JudgeRun(judge_name="opus", provider="t", model_id="m", prompt_version="v", alm_run_id=alm.id,
+                       created_at=datetime(2020, 1, 1, tzinfo=timezone.utc))  # stored later, clock behind
+        s.add(old)
+        s.flush()
+        s.add(new)
+        s.flush()
+        for run, category, contribution, status in (
+            (old, "/m/a", 3, "ok"), (old, "/m/b", 3, "ok"),
+            (new, "/m/a", None, "failed"),  # the re-run failed on /m/a: opus has no rating there now
+            (new, "/m/b", None, "failed"), (new, "/m/b", 1, "ok"),  # a retry inside the run: it stands
+        ):
+            s.add(Judgment(judge_run_id=run.id, clip_id=clip.id, category_id=category, contribution=contribution,
+                           effect="helped" if contribution else None, status=status))
+        clip_id = int(clip.id)
+
+    with store.session() as s:
+        review = {(j.category_id, j.status, j.contribution) for j, _name, _alm in latest_judgments(s, [clip_id], per_alm=True)}
+    assert review == {("/m/a", "failed", None), ("/m/b", "ok", 1)}
+    data = load_ratings(store)
+    judged = data.ratings[(data.ratings["rater"] == "judge:opus") & (data.ratings["label"] == "contribution")]
+    assert dict(zip(judged["category_id"], judged["value"])) == {"/m/b": 1}
+    retest = data.retest[data.retest["label"] == "contribution"]
+    assert sorted(zip(retest["category_id"], retest["value"])) == [("/m/a", 3), ("/m/b", 3)]
+    scores = gather_inputs(store, "alm").judge_scores
+    assert dict(zip(scores["category"], scores["score"])) == {"/m/b": 1}

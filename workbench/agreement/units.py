@@ -103,7 +103,7 @@ def load_ratings(store: Store, *, alm_model: str | None = None, reveal_annotator
     """
     with store.session() as s:
         clips = s.exec(select(Clip)).all()
-        runs = s.exec(select(JudgeRun).order_by(JudgeRun.created_at, JudgeRun.id)).all()
+        runs = s.exec(select(JudgeRun).order_by(JudgeRun.id)).all()  # the order of the store
         alm_by_id = {r.id: r.model for r in s.exec(select(AlmRun)).all()}
         if alm_model is not None and alm_model not in alm_by_id.values():
             raise InputError(f"--alm {alm_model!r}: no ALM run of that name in the project; check `aglw` imports")
@@ -134,29 +134,24 @@ def load_ratings(store: Store, *, alm_model: str | None = None, reveal_annotator
     def unit_of(clip_id: int, category_id: str | None) -> str:
         return f"{key_of[clip_id]}|{category_id}" if category_id is not None else key_of[clip_id]
 
-    # judges: latest ok judgment per (judge, clip, category) is the rating, earlier ones re-tests
-    run_order = {r.id: i for i, r in enumerate(runs)}
+    # judges: the standing judgment (the one rule, workbench.project.judgment_standing) is the
+    # rating when it is ok; ok answers of the judge's earlier runs are re-tests
+    from workbench.project import EARLIER_RUN, STANDING, judgment_standing
+
     judge_of = {r.id: r.judge_name for r in runs}
-    by_unit: dict[tuple, list[Judgment]] = {}
-    for j in judgments:
-        if j.status != "ok":
+    standing = judgment_standing(
+        (j.id, j.judge_run_id, judge_of[j.judge_run_id], None, j.clip_id, j.category_id) for j in judgments
+    )
+    for j in sorted(judgments, key=lambda j: j.id):
+        if j.status != "ok" or standing[j.id] not in (STANDING, EARLIER_RUN):
             continue
-        by_unit.setdefault((judge_of[j.judge_run_id], j.clip_id, j.category_id), []).append(j)
-    for (judge, clip_id, category_id), items in by_unit.items():
-        items.sort(key=lambda j: (run_order[j.judge_run_id], j.id))
-        latest_run = items[-1].judge_run_id
-        rater = f"judge:{judge}"
-        for j in items:
-            target = rows if j.judge_run_id == latest_run else retest_rows
-            if j is not items[-1] and j.judge_run_id == latest_run:
-                continue  # a retry inside the latest run: its last answer stands
-            extra = () if target is rows else (j.judge_run_id,)
-            for label, value in (("contribution", j.contribution), ("effect", j.effect)):
-                if value is not None:
-                    target.append(
-                        (clip_id, key_of[clip_id], category_id, unit_of(clip_id, category_id), rater, "judge", label, value)
-                        + extra
-                    )
+        target, extra = (rows, ()) if standing[j.id] == STANDING else (retest_rows, (j.judge_run_id,))
+        for label, value in (("contribution", j.contribution), ("effect", j.effect)):
+            if value is not None:
+                target.append(
+                    (j.clip_id, key_of[j.clip_id], j.category_id, unit_of(j.clip_id, j.category_id),
+                     f"judge:{judge_of[j.judge_run_id]}", "judge", label, value) + extra
+                )
 
     rater_of: dict[int, str] = {}
     annotator_info = []

@@ -195,17 +195,21 @@ def gather_inputs(store: Store, alm_model: str | None = None) -> FitInputs:
             select(JudgeRun.id, JudgeRun.judge_name).where(JudgeRun.alm_run_id == alm_run_id).order_by(JudgeRun.id)
         ).all()
         judge_run_ids = [int(r[0]) for r in judge_runs]
-        judgments = conn.execute(
+        every_judgment = conn.execute(
             select(
-                Judgment.id, Judgment.clip_id, Judgment.category_id, JudgeRun.judge_name, Judgment.contribution
+                Judgment.id, Judgment.judge_run_id, Judgment.clip_id, Judgment.category_id, JudgeRun.judge_name,
+                Judgment.contribution, Judgment.status,
             )
             .join(JudgeRun, JudgeRun.id == Judgment.judge_run_id)
-            .where(
-                JudgeRun.alm_run_id == alm_run_id,
-                Judgment.status == "ok",
-                Judgment.contribution.is_not(None),
-            )
+            .where(JudgeRun.alm_run_id == alm_run_id)
         ).all()
+        from workbench.project import STANDING, judgment_standing
+
+        # Each judge's standing judgment (the one rule), when it is an ok score.
+        standing = judgment_standing((j.id, j.judge_run_id, j.judge_name, None, j.clip_id, j.category_id)
+                                     for j in every_judgment)
+        judgments = [(j.id, j.clip_id, j.category_id, j.judge_name, j.contribution) for j in every_judgment
+                     if standing[j.id] == STANDING and j.status == "ok" and j.contribution is not None]
         from workbench.project import current_tagger_run_id
 
         tagger_run_id = current_tagger_run_id(conn)
@@ -267,8 +271,7 @@ def gather_inputs(store: Store, alm_model: str | None = None) -> FitInputs:
     )
 
     judged = _frame(judgments, ["id", "clip", "category", "judge", "score"])
-    judged = judged[judged["clip"].isin(pool)]
-    judged = judged.sort_values("id").drop_duplicates(["judge", "clip", "category"], keep="last")
+    judged = judged[judged["clip"].isin(pool)].sort_values("id")
 
     labels = _frame(
         category_labels,
