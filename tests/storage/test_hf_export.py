@@ -240,3 +240,25 @@ def test_large_exports_are_split_into_shards_that_load_as_one_split(source, monk
     assert load(out)["test"]["key"] == sorted(stored(source["store"]))
     document = json.loads((out / "croissant.json").read_text(encoding="utf-8"))
     assert {d["@id"] for d in document["distribution"]} == {*result.files, "parquet-files"}
+
+
+def test_an_embedded_path_out_of_the_media_root_is_never_written(source):
+    import pyarrow.parquet as pq
+
+    from workbench.curation.hf_export import export_hf
+
+    out = source["tmp"] / "bench"
+    export_hf(source["store"], out)
+    shard = next((out / "data").glob("*.parquet"))
+    table = pq.read_table(shard)
+    rows = table.to_pylist()
+    rows[0]["audio"]["path"] = "../../escaped.wav"
+    pq.write_table(table.from_pylist(rows, schema=table.schema), shard)
+    media = source["tmp"] / "deep" / "media"
+    store_b = open_store(source["tmp"] / "b.sqlite")
+    try:
+        report = import_dataset(store_b, out, format="hf", media_root=media)
+    finally:
+        store_b.dispose()
+    assert not (source["tmp"] / "escaped.wav").exists()
+    assert any("outside the media root" in p for p in report.problems) and report.counts["audio_written"] == 2
