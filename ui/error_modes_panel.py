@@ -10,9 +10,9 @@ column shows only the annotator's own tags: nothing here can reveal another pers
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QEvent, Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal, SignalInstance
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
     QLabel,
@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QListWidget,
     QListWidgetItem,
     QScrollArea,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -27,6 +28,9 @@ from PySide6.QtWidgets import (
 from workbench.commands import SetErrorModes
 from workbench.labels import INTERACTIVE_WAIT_S
 from workbench.studies.error_modes import MODES, TAXONOMY, ErrorModeService
+
+if TYPE_CHECKING:
+    from ui.session import ReviewSession
 
 KEYS = {TAXONOMY[m][1]: m for m in MODES}
 
@@ -138,24 +142,21 @@ class ErrorModesPanel(QWidget):
         event.accept()
 
 
-def install_error_modes(window: Any) -> ErrorModesPanel:
-    """Add the error-mode column to a review window and keep it on the shown ALM answer.
-
-    The window provides ``store``, ``annotator``, ``detail`` (its ``clip_id``, ``key`` and
-    ``alm_run_id``), ``stack``, ``execute(command)``, ``evidence_tabs`` (the column becomes one
-    of its tabs), the ``clipShown`` signal and ``info.almChosen``; nothing else is touched.
-    """
+def install_error_modes(session: ReviewSession, evidence_tabs: QTabWidget,
+                        alm_chosen: SignalInstance) -> ErrorModesPanel:
+    """Add the error-mode column to the ``evidence_tabs`` and keep it on the session's shown ALM
+    answer (``alm_chosen``: the Clip tab's choice of ALM); edits run through the session's stack."""
     panel = ErrorModesPanel()
-    service = ErrorModeService(window.store, write_wait_s=INTERACTIVE_WAIT_S)
+    service = ErrorModeService(session.store, write_wait_s=INTERACTIVE_WAIT_S)
     # A tab of the Evidence panel, beside the reasoning it judges: a dock of its own (or a tab
     # group of docks) would raise the window's minimum size.
     scroller = QScrollArea()
     scroller.setWidgetResizable(True)
     scroller.setWidget(panel)
-    window.evidence_tabs.addTab(scroller, "Error modes")
+    evidence_tabs.addTab(scroller, "Error modes")
 
     def answer() -> tuple[int, int] | None:
-        detail = window.detail
+        detail = session.detail
         if detail is None or getattr(detail, "alm_run_id", None) is None or detail.prediction is None:
             return None
         return detail.clip_id, detail.alm_run_id
@@ -166,10 +167,11 @@ def install_error_modes(window: Any) -> ErrorModesPanel:
             panel.set_answer(None)
             return
         clip_id, alm_run_id = current
-        own = service.labels(clip_id=clip_id, alm_run_id=alm_run_id, annotator_id=window.annotator.id)
-        model = window.detail.prediction.model
-        panel.set_answer(f"{window.detail.key} · {model}", own[0].modes if own else (),
-                         own[0].note if own else None, service.version(window.annotator.id, clip_id, alm_run_id))
+        detail = session.detail
+        assert detail is not None and detail.prediction is not None  # answer() checked both
+        own = service.labels(clip_id=clip_id, alm_run_id=alm_run_id, annotator_id=session.annotator.id)
+        panel.set_answer(f"{detail.key} · {detail.prediction.model}", own[0].modes if own else (),
+                         own[0].note if own else None, service.version(session.annotator.id, clip_id, alm_run_id))
 
     def edit(modes: list[str], note: str | None) -> None:
         current = answer()
@@ -178,12 +180,12 @@ def install_error_modes(window: Any) -> ErrorModesPanel:
         values: dict[str, Any] = {"modes": modes}
         if note is not None:
             values["note"] = note
-        window.execute(SetErrorModes(service, window.annotator.id, current[0], current[1],
-                                     base_version=panel.version, **values))
+        session.execute(SetErrorModes(service, session.annotator.id, current[0], current[1],
+                                      base_version=panel.version, **values))
 
     panel.editRequested.connect(edit)
-    window.clipShown.connect(refresh)
-    window.info.almChosen.connect(refresh)
-    window.stack.subscribe(refresh)
+    session.clipShown.connect(refresh)
+    alm_chosen.connect(refresh)
+    session.stack.subscribe(refresh)
     refresh()
     return panel

@@ -7,7 +7,7 @@ file) is named in the panel. Split from :mod:`ui.events_panel` to keep that file
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from PySide6.QtWidgets import QFileDialog
@@ -15,11 +15,16 @@ from PySide6.QtWidgets import QFileDialog
 from workbench.errors import AglwError
 from workbench.events.binaural import SPHERICAL_HEAD_NAME, BinauralDecoder, make_decoder
 
+if TYPE_CHECKING:
+    from ui.player import PlayerView
+    from ui.session import ReviewSession
+
 
 class HeadphonesMixin:
     """The headphone methods of :class:`ui.events_panel.EventsController` (which sets the attributes)."""
 
-    window: Any
+    session: ReviewSession
+    player_view: PlayerView
     panel: Any
     layout: str | None
     sofa_path: str | None
@@ -28,8 +33,8 @@ class HeadphonesMixin:
 
     def set_headphones(self, on: bool) -> None:
         """Decode the FOA clip to binaural (with the yaw slider) or go back to the plain mix."""
-        player = self.window.player_view.player
-        loaded = self.window.player_view.loaded_audio
+        player = self.player_view.player
+        loaded = self.player_view.loaded_audio
         if not on or loaded is None or self.layout not in ("ambix", "fuma"):
             player.set_processor(None)
             if self.panel.headphones.isChecked() and not on:
@@ -39,7 +44,7 @@ class HeadphonesMixin:
         try:
             self.decoder = make_decoder(sample_rate, self.sofa_path)
         except AglwError as exc:
-            self.window.show_status(str(exc))
+            self.session.show_status(str(exc))
             self.panel.headphones.setChecked(False)
             return
         self.panel.hrir_label.setText(f"HRIRs: {self.decoder.source_name}")
@@ -64,7 +69,7 @@ class HeadphonesMixin:
     def use_sofa(self, path: str | None) -> None:
         """Use the HRIRs of a SOFA file (None: the spherical-head model) for headphone playback."""
         self.sofa_path = path
-        loaded = self.window.player_view.loaded_audio
+        loaded = self.player_view.loaded_audio
         if loaded is not None and path is not None:
             from workbench.events.binaural import load_sofa_hrirs
 
@@ -72,7 +77,7 @@ class HeadphonesMixin:
                 load_sofa_hrirs(path, loaded[1])
             except AglwError as exc:
                 self.sofa_path = None
-                self.window.show_status(str(exc))
+                self.session.show_status(str(exc))
                 self.panel.hrir_label.setText(f"HRIRs: {SPHERICAL_HEAD_NAME} (SOFA refused: {exc})")
                 return
         self.panel.hrir_label.setText(f"HRIRs: {'SOFA file ' + path if path else SPHERICAL_HEAD_NAME}")

@@ -19,7 +19,7 @@ Every edit is a command on the window's stack (undo/redo, history, per annotator
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyqtgraph as pg
@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
     QDockWidget,
     QGraphicsRectItem,
     QListWidgetItem,
+    QMainWindow,
     QScrollArea,
 )
 
@@ -43,14 +44,19 @@ from workbench.events.service import EventService
 from workbench.events.tracks import apply_dragged_path, is_moving
 from workbench.labels import INTERACTIVE_WAIT_S
 
+if TYPE_CHECKING:
+    from ui.player import PlayerView
+    from ui.session import ReviewSession
+
 
 class EventsController(HeadphonesMixin):
     """Keeps the events of the window's current clip, draws them and turns gestures into commands."""
 
-    def __init__(self, window: Any, panel: EventsPanel) -> None:
-        self.window = window
+    def __init__(self, session: ReviewSession, player_view: PlayerView, panel: EventsPanel) -> None:
+        self.session = session
+        self.player_view = player_view
         self.panel = panel
-        self.service = EventService(window.store, write_wait_s=INTERACTIVE_WAIT_S)
+        self.service = EventService(session.store, write_wait_s=INTERACTIVE_WAIT_S)
         self.clip_id: int | None = None
         self.duration: float | None = None
         self.layout: str | None = None
@@ -64,7 +70,7 @@ class EventsController(HeadphonesMixin):
         self._updating = False
         self._path: list[tuple[float, float]] = []  # the Ctrl+drag in progress on the direction view
         self._path_curve: pg.PlotDataItem | None = None
-        pv = window.player_view
+        pv = player_view
         pv.spanBandSelected.connect(self.span_selected)
         pv.graphics.scene().sigMouseClicked.connect(self._scene_clicked)
         direction_box = pv.direction_plot.getViewBox()
@@ -92,11 +98,11 @@ class EventsController(HeadphonesMixin):
         self.anchors.clear()
         self.panel.set_foa(False)
         self.refresh()
-        if self.window.player_view.clip_id == clip_id:
+        if self.player_view.clip_id == clip_id:
             self.audio_ready(clip_id)  # the audio arrived before the clip was announced (a cached clip)
 
     def audio_ready(self, clip_id: int) -> None:
-        loaded = self.window.player_view.loaded_audio
+        loaded = self.player_view.loaded_audio
         if clip_id != self.clip_id or loaded is None:
             return
         samples, sample_rate, layout = loaded
@@ -111,7 +117,7 @@ class EventsController(HeadphonesMixin):
         """Re-read the events (after any command, undo or redo) and redraw."""
         if self.clip_id is None:
             return
-        self.events = self.service.events(self.clip_id, self.window.annotator.id)
+        self.events = self.service.events(self.clip_id, self.session.annotator.id)
         uids = [e.uid for e in self.events]
         if self.selected_uid not in uids:
             self.selected_uid = uids[-1] if uids else None
@@ -154,7 +160,7 @@ class EventsController(HeadphonesMixin):
 
     def draw(self) -> None:
         """Boxes on the spectrogram, tracks on the direction view, a legend of the classes shown."""
-        pv = self.window.player_view
+        pv = self.player_view
         for plot, item in self._items:
             plot.removeItem(item)
         self._items = []
@@ -215,18 +221,18 @@ class EventsController(HeadphonesMixin):
         if self.duration is not None:
             last = min(last, int(math.floor(self.duration / FRAME_S + 1e-6)))
         if last - first < 1:
-            self.window.show_status("the span is shorter than one 100 ms frame; drag a longer one")
+            self.session.show_status("the span is shorter than one 100 ms frame; drag a longer one")
             return
         onset, offset = round(first * FRAME_S, 6), round(last * FRAME_S, 6)
         event = self._prefilled_event(onset, offset, band)
-        command = AddEvent(self.service, self.window.annotator.id, self.clip_id, event)
-        if self.window.execute(command):
+        command = AddEvent(self.service, self.session.annotator.id, self.clip_id, event)
+        if self.session.execute(command):
             self.selected_uid = command.uid
             self.refresh()
 
     def _prefilled_event(self, onset: float, offset: float,
                          band: tuple[float, float] | None = None) -> SpatialEventData:
-        loaded = self.window.player_view.loaded_audio
+        loaded = self.player_view.loaded_audio
         kind = "lateral" if self.layout in ("binaural", "stereo", "ab", "xy", "ms") else "azel"
         direction: tuple[float, float] = (0.0, 0.0)
         note = None
@@ -258,7 +264,7 @@ class EventsController(HeadphonesMixin):
     def _scene_clicked(self, event: Any) -> None:
         if not self.panel.mark.isChecked() or event.button() != Qt.MouseButton.LeftButton:
             return
-        box = self.window.player_view.direction_plot.getViewBox()
+        box = self.player_view.direction_plot.getViewBox()
         if not box.sceneBoundingRect().contains(event.scenePos()):
             return
         point = box.mapSceneToView(event.scenePos())
@@ -273,7 +279,7 @@ class EventsController(HeadphonesMixin):
         """
         event = self.selected()
         if event is None:
-            self.window.show_status("select or mark an event first")
+            self.session.show_status("select or mark an event first")
             return
         limit = 90.0 if event.direction_kind == "lateral" else 180.0
         angle = round(max(-limit, min(limit, angle)), 1)
@@ -300,7 +306,7 @@ class EventsController(HeadphonesMixin):
         self._path.append((t, angle))
         if self._path_curve is None:
             self._path_curve = pg.PlotDataItem(pen=pg.mkPen("#ffffff", width=2, style=Qt.PenStyle.DotLine))
-            self.window.player_view.direction_plot.addItem(self._path_curve, ignoreBounds=True)
+            self.player_view.direction_plot.addItem(self._path_curve, ignoreBounds=True)
         times, angles = zip(*self._path)
         self._path_curve.setData(list(times), list(angles))
         if finished:
@@ -316,12 +322,12 @@ class EventsController(HeadphonesMixin):
         """
         event = self.selected()
         if event is None:
-            self.window.show_status("select or mark an event first, then Ctrl+drag its track")
+            self.session.show_status("select or mark an event first, then Ctrl+drag its track")
             return
         limit = 90.0 if event.direction_kind == "lateral" else 180.0
         track, changed = apply_dragged_path(event.track, event.onset_s, event.offset_s, path, limit_deg=limit)
         if not changed:
-            self.window.show_status(
+            self.session.show_status(
                 f"the drag did not pass over the event's span ({event.onset_s:.1f}–{event.offset_s:.1f} s)")
             return
         self.anchors.pop(event.uid or "", None)  # the next Ctrl+click starts from the drawn track
@@ -337,9 +343,9 @@ class EventsController(HeadphonesMixin):
             if "track" not in values:
                 return
         try:
-            self.window.execute(EditEvent(self.service, event, **values))
+            self.session.execute(EditEvent(self.service, event, **values))
         except InputError as exc:  # e.g. a source index an overlapping event of the class holds
-            self.window.show_status(str(exc))
+            self.session.show_status(str(exc))
         self.refresh()  # also after a refused edit: the controls show what is stored
 
     def _front_back_chosen(self, choice: str) -> None:
@@ -349,7 +355,7 @@ class EventsController(HeadphonesMixin):
 
     def delete_selected(self) -> None:
         event = self.selected()
-        if event is not None and self.window.execute(DeleteEvent(self.service, event)):
+        if event is not None and self.session.execute(DeleteEvent(self.service, event)):
             self.refresh()
 
     # ------------------------------------------------------------------ keyboard
@@ -369,7 +375,7 @@ class EventsController(HeadphonesMixin):
     def cycle_front_back(self) -> None:
         event = self.selected()
         if event is None or event.direction_kind != "lateral":
-            self.window.show_status("front/back applies to events of two-channel clips")
+            self.session.show_status("front/back applies to events of two-channel clips")
             return
         box = self.panel.front_back
         box.setCurrentIndex((box.currentIndex() + 1) % box.count())
@@ -384,16 +390,14 @@ class EventsController(HeadphonesMixin):
             self._show_selected_fields()
         finally:
             self._updating = False
-        self.window.player_view.select_loop(event.onset_s, event.offset_s)  # the span loops on playback
+        self.player_view.select_loop(event.onset_s, event.offset_s)  # the span loops on playback
         self.draw()
 
 
-def install_events_panel(window: Any) -> EventsController:
-    """Add the events dock and its keys to a review window.
-
-    The window provides ``store``, ``annotator``, ``player_view``, ``execute(command)``,
-    ``show_status``, ``stack`` and the ``clipShown``/``audioShown`` signals; nothing else is touched.
-    """
+def install_events_panel(session: ReviewSession, window: QMainWindow,
+                         player_view: PlayerView) -> EventsController:
+    """Add the events dock to ``window`` (beside its Evidence dock) and its keys to the window's
+    actions; the events follow the session's shown clip and are edited through its stack."""
     panel = EventsPanel()
     dock = QDockWidget("Events", window)
     dock.setObjectName("dock-Events")
@@ -413,10 +417,10 @@ def install_events_panel(window: Any) -> EventsController:
         # Once the window's event loop runs: tabified before, Qt left a stale copy of the tab bar
         # drawn where the window's first (default-size) layout put it.
         QTimer.singleShot(0, tabify)
-    controller = EventsController(window, panel)
-    window.clipShown.connect(controller.set_clip)
-    window.audioShown.connect(controller.audio_ready)
-    window.stack.subscribe(controller.refresh)
+    controller = EventsController(session, player_view, panel)
+    session.clipShown.connect(controller.set_clip)
+    session.audioShown.connect(controller.audio_ready)
+    session.stack.subscribe(controller.refresh)
 
     def action(text: str, keys: list[str], slot: Any) -> None:
         act = QAction(text, window)

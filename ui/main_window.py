@@ -1,7 +1,10 @@
 """The review workbench main window: dockable panels, commands, blind mode, remembered layout.
 
-The window is the frame: it builds the panels and docks, the keyboard actions, blind mode,
-the remembered layout and what closing does. Its other jobs live in mixins of their own:
+The window is the frame: it builds the review session (:class:`ui.session.ReviewSession`: the
+store, the annotator, the undo stack and ``execute``, the shown clip, the visibility policy and
+the signals every panel follows), composes the panels and docks around it, the keyboard actions,
+the remembered layout and what closing does. Panels receive the session, never the window.
+Its other jobs live in mixins of their own:
 showing a clip and its audio (:mod:`ui.window_clips`), edits with undo/redo and pending
 writes (:mod:`ui.window_edits`), the Project menu's open and link-audio jobs
 (:mod:`ui.window_projects`) and its dialogs (:mod:`ui.window_dialogs`).
@@ -12,7 +15,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt, Signal
+from PySide6.QtCore import QSettings, Qt, SignalInstance
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShowEvent
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -26,7 +29,7 @@ from storage import Store
 from workbench.audio.playback import Player
 from workbench.commands import CommandStack
 from workbench.config import config_dir
-from workbench.labels import INTERACTIVE_WAIT_S, AnnotatorInfo, LabelService
+from workbench.labels import AnnotatorInfo, LabelService
 from workbench.review.direction import ab_spacing_from_config
 from workbench.review.service import ReviewService
 from workbench.review.views import AudioSource, ClipDetail
@@ -39,6 +42,7 @@ from ui.evidence import ClipInfoPanel, ClipPanel, ReasoningView, TagsPanel, plai
 from ui.events_panel import install_events_panel
 from ui.cockpit.guess_mode import install_guess_mode
 from ui.player import PlayerView
+from ui.session import ReviewSession
 from ui.window_clips import ClipViewMixin, ViewState
 from ui.window_dialogs import DialogsMixin
 from ui.window_edits import EditsMixin, ErrorBanner
@@ -82,9 +86,6 @@ class MainWindow(ClipViewMixin, EditsMixin, ProjectsMixin, DialogsMixin, QMainWi
         Load clips inline (deterministic tests) instead of in a worker thread.
     """
 
-    clipShown = Signal(int)
-    audioShown = Signal(int)
-
     def __init__(
         self,
         store: Store,
@@ -94,24 +95,17 @@ class MainWindow(ClipViewMixin, EditsMixin, ProjectsMixin, DialogsMixin, QMainWi
         force_sync: bool = False,
     ) -> None:
         super().__init__()
-        self.store = store
-        self.annotator = annotator
-        self.review = ReviewService(store)
-        # Edits are written on the GUI thread: a project locked by another writer fails fast
-        # (the edit stays pending with a retry) instead of freezing the window.
-        self.labels = LabelService(store, write_wait_s=INTERACTIVE_WAIT_S)
-        self.stack = CommandStack()
         self.settings = open_settings()
         from workbench.studies.planning import plan_for_annotator
 
         # What may be shown is the policy's alone (blind mode, the plan's blind flag, guess mode,
         # reveal); every panel asks it. A blind plan starts the window blind.
         self.study_plan = plan_for_annotator(store, annotator.id)
-        self.visibility = VisibilityPolicy(
+        visibility = VisibilityPolicy(
             blind_mode=str(self.settings.value("blind_mode", True)).lower() in ("true", "1"),
             plan_blind=self.study_plan is not None and bool(self.study_plan[1]),
         )
-        self.detail: ClipDetail | None = None
+        self.session = ReviewSession(store, annotator, visibility, self)
         self._audio_clip: AudioSource | None = None  # the clip whose audio views are wanted
         # A clip's playback and direction view that arrived before its spectrogram was painted:
         # applied right after that paint, so they never delay it.
@@ -157,16 +151,17 @@ class MainWindow(ClipViewMixin, EditsMixin, ProjectsMixin, DialogsMixin, QMainWi
         self.browser.table.selectionModel().currentRowChanged.connect(self._browser_current_changed)
         self.reasoning.seekRequested.connect(self.player_view.seek)
         self.player_view.status.connect(self.show_status)
-        self.clip_panel.qualityVoted.connect(self._quality_vote)
         self.player_view.scaleChanged.connect(self._scale_changed)
         self.player_view.spectrogramPainted.connect(self._spectrogram_painted)
         self.grid.grid_model.editRequested.connect(self._grid_edit)
         self.clip_panel.ratingChanged.connect(lambda v: self._clip_edit(rating=v))
         self.clip_panel.decisionChanged.connect(lambda v: self._clip_edit(decision=v))
         self.clip_panel.noteChanged.connect(lambda v: self._clip_edit(note=v))
+        self.clip_panel.qualityVoted.connect(self._quality_vote)
         self.clip_panel.revealRequested.connect(self.reveal_current)
         self.info.almChosen.connect(self._alm_chosen)
         self.banner.retry.clicked.connect(self.retry_pending)
+        self._connect_session()
         self.stack.subscribe(self._stack_changed)
         self._make_actions()
         self._show_modes()
@@ -183,10 +178,67 @@ class MainWindow(ClipViewMixin, EditsMixin, ProjectsMixin, DialogsMixin, QMainWi
         self._layout_pending = state is None or not self.restoreState(state)
         self.reload_rows()
         self.cockpit: Cockpit = install_cockpit(self)
-        self.error_modes = install_error_modes(self)  # the error-mode column (issue 18)
-        self.spatial_events = install_events_panel(self)  # spatial sound events (issue 17)
-        self.guess_mode = install_guess_mode(self)  # humans as localizers on the map (issue 18)
+        self._show_modes_in_cockpit()
+        # the error-mode column (issue 18), a tab of the Evidence panel
+        self.error_modes = install_error_modes(self.session, self.evidence_tabs, self.info.almChosen)
+        # spatial sound events (issue 17), a dock beside the Evidence dock
+        self.spatial_events = install_events_panel(self.session, self, self.player_view)
+        # humans as localizers on the map (issue 18)
+        self.guess_mode = install_guess_mode(self.session, self.cockpit.map, self.review_menu,
+                                             lambda: self.cockpit.show("map"))
         self.visibility.subscribe(self._visibility_changed)
+
+    # ------------------------------------------------------------------ the session
+
+    # What the mixins, the cockpit and the tests read of the session, under the window's names.
+    @property
+    def store(self) -> Store:
+        return self.session.store
+
+    @property
+    def annotator(self) -> AnnotatorInfo:
+        return self.session.annotator
+
+    @property
+    def review(self) -> ReviewService:
+        return self.session.review
+
+    @property
+    def labels(self) -> LabelService:
+        return self.session.labels
+
+    @property
+    def stack(self) -> CommandStack:
+        return self.session.stack
+
+    @property
+    def visibility(self) -> VisibilityPolicy:
+        return self.session.visibility
+
+    @property
+    def detail(self) -> ClipDetail | None:
+        return self.session.detail
+
+    @detail.setter
+    def detail(self, detail: ClipDetail | None) -> None:
+        self.session.detail = detail
+
+    @property
+    def clipShown(self) -> SignalInstance:  # noqa: N802 - the signal's name
+        return self.session.clipShown
+
+    @property
+    def audioShown(self) -> SignalInstance:  # noqa: N802 - the signal's name
+        return self.session.audioShown
+
+    def _connect_session(self) -> None:
+        """The window's answers to the session: the panels, the banner, dialogs and status line."""
+        session = self.session
+        session.edited.connect(self._refresh)
+        session.writeFailed.connect(self._show_write_error)
+        session.conflicted.connect(self._show_conflict)
+        session.status.connect(self.show_status)
+        session.detailChanged.connect(self._detail_changed)
 
     # ------------------------------------------------------------------ construction
 
@@ -252,19 +304,22 @@ class MainWindow(ClipViewMixin, EditsMixin, ProjectsMixin, DialogsMixin, QMainWi
 
     def sync_visibility(self) -> None:
         """Tell the policy the shown clip and whether the annotator's guess of it is stored."""
-        detail = self.detail
-        saved = False
-        if self.visibility.guess_mode and detail is not None:
-            from workbench.studies.localizers import guess_for
-
-            saved = guess_for(self.store, self.annotator.id, detail.clip_id).placed
-        self.visibility.set_clip(detail, guess_saved=saved)
+        self.session.sync_visibility()
 
     def _visibility_changed(self) -> None:
         """A mode switched or a clip was revealed: every view asks the policy again."""
         self._show_modes()
+        self._show_modes_in_cockpit()
         self._show_detail()
         self.guess_mode.refresh()
+
+    def _show_modes_in_cockpit(self) -> None:
+        """The cockpit's views of every clip: the Selection view's experts' votes follow blind mode."""
+        selection = self.cockpit.selection
+        hidden = self.visibility.pool_votes_hidden()
+        if hidden != selection.decisions_hidden:
+            selection.decisions_hidden = hidden
+            selection.refresh()
 
     def _show_modes(self) -> None:
         """The browser's columns and filters, the menu's check marks and the title follow the modes."""

@@ -9,7 +9,7 @@ is painted as soon as the worker hands it over, playback and the direction view 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QTimer
 
@@ -24,6 +24,7 @@ from ui.workers import AudioRequest, AudioResult
 
 if TYPE_CHECKING:
     from ui.browser import ClipBrowser
+    from ui.session import ReviewSession
     from ui.player import PlayerView
     from ui.workers import AudioLoader
 
@@ -55,8 +56,7 @@ class ViewState:
 class ClipViewMixin:
     """Showing clips in the main window: the browser's current clip, its panels and its audio."""
 
-    annotator: Any
-    review: Any
+    session: ReviewSession
     browser: ClipBrowser
     player_view: PlayerView
     loader: AudioLoader
@@ -68,14 +68,12 @@ class ClipViewMixin:
     _audio_clip: AudioSource | None
     _after_paint: AudioResult | None
     _restore: ViewState | None
-    clipShown: Any  # the window's Signal(int)
-    audioShown: Any  # the window's Signal(int)
 
     def reload_rows(self, *, resort: bool = False) -> None:
         """Re-read the browser rows: new values in place, the order and the selection kept
         (the clip under review must not jump away after an edit); ``resort`` re-sorts them."""
-        self.browser.set_visibility(self.visibility)
-        rows = self.review.clip_rows(self.annotator.id)
+        self.browser.set_visibility(self.session.visibility)
+        rows = self.session.review.clip_rows(self.session.annotator.id)
         if resort:
             self.browser.set_rows(rows)
         else:
@@ -120,7 +118,7 @@ class ClipViewMixin:
         if self._restore is not None and self._restore.clip_id != clip_id:
             self._restore = None  # the axis switch's view belongs to the clip that was left
         generation = self.loader.next_generation()
-        source = self.review.audio_source(clip_id)
+        source = self.session.review.audio_source(clip_id)
         self._audio_clip = source
         self.player_view.clear(f"loading {source.key}…" if source.audio_path is not None
                                else source.audio_problem or "no audio")
@@ -131,14 +129,13 @@ class ClipViewMixin:
             spacing = self.ab_spacing_m if source.layout == "ab" else None
             self.loader.submit(AudioRequest(generation, clip_id, source.audio_path, source.layout, params,
                                             spacing_m=spacing))
-        self.detail = self.review.clip_detail(clip_id, self.annotator.id)
-        detail = self.detail
+        detail = self.session.read_detail(clip_id)
         self._show_detail()
         self.player_view.set_timelines(detail.timelines)
         self.player_view.set_time_references([ref.seconds for ref in self.reasoning.references])
         if self.browser.current_clip_id() != clip_id:
             self.browser.select_clip(clip_id)
-        self.clipShown.emit(clip_id)
+        self.session.clipShown.emit(clip_id)
         if detail.audio_path is None:
             # The player was cleared with the reason above; the tag timeline and the time
             # references stay on the axis.
@@ -157,8 +154,8 @@ class ClipViewMixin:
                 and any(p.alm_run_id == preferred for p in self.detail.predictions)):
             self.detail = self.detail.for_alm(preferred)
         detail = self.detail
-        self.sync_visibility()
-        policy = self.visibility
+        self.session.sync_visibility()
+        policy = self.session.visibility
         visible = policy.judges_visible()
         categories = list(detail.categories) if detail else []
         prediction = detail.prediction if detail else None
@@ -177,13 +174,13 @@ class ClipViewMixin:
             tab, plain_tooltip(f"Reasoning of {model} (choose the ALM in the Clip tab)") if model else "")
         self.tags.set_tags(detail.tags if detail else [])
         self.info.set_detail(detail)
+        if hidden:
+            self.info.hide_location(detail.key, HIDDEN_TEXT)
+        self.clip_panel.set_detail(detail, show_others=visible)
         if detail is not None:  # the annotator's own votes on the clip's quality flags
             own = {v["flag"]: v["overruled"] for v in self.labels.quality_overrules(detail.clip_id)
                    if v["annotator_id"] == self.annotator.id}
             self.clip_panel.set_quality_votes(detail.quality_flags, own)
-        if hidden:
-            self.info.hide_location(detail.key, HIDDEN_TEXT)
-        self.clip_panel.set_detail(detail, show_others=visible)
         self.clip_panel.reveal.setEnabled(policy.can_reveal())
         self.grid.set_detail(detail, judges_visible=visible, rows=policy.categories(detail))
 
@@ -232,7 +229,7 @@ class ClipViewMixin:
             self.player_view.seek(restore.position)
             if restore.playing:
                 self.player_view.toggle_play()
-        self.audioShown.emit(result.clip_id)
+        self.session.audioShown.emit(result.clip_id)
 
     def _spectrogram_painted(self, clip_id: int) -> None:
         """The spectrogram is on screen: the worker may go on with the playback decode."""

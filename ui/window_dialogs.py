@@ -6,12 +6,13 @@ A mixin of :class:`ui.main_window.MainWindow`, split from it to keep that file t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
 if TYPE_CHECKING:
+    from ui.cockpit import Cockpit
     from workbench.commands import CommandStack
 
 
@@ -19,7 +20,7 @@ class DialogsMixin:
     """Message boxes of the main window (a QWidget: the boxes are its children)."""
 
     stack: CommandStack
-    cockpit: Any
+    cockpit: Cockpit
 
     def _box(self, icon: QMessageBox.Icon, title: str, text: str, details: str = "",
              buttons: QMessageBox.StandardButton = QMessageBox.StandardButton.Ok) -> QMessageBox:

@@ -1,16 +1,17 @@
-"""The review window's edits: commands through the undo stack, failed writes kept pending with
-a retry, conflicts shown with both values, and the re-reads of the shown clip (at once after an
-edit; off the GUI thread for the live refresh while a job runs).
+"""The review window's edits as the window shows them: the panels' edits become commands of the
+session (:class:`ui.session.ReviewSession`, which runs them through its undo stack), failed
+writes are kept pending with a retry banner, conflicts are shown with both values, and the
+shown clip is re-read (at once after an edit; off the GUI thread for the live refresh while a
+job runs).
 
-A mixin of :class:`ui.main_window.MainWindow` (which builds the widgets and sets the
-attributes named below), split from it to keep that file to the window's frame.
+A mixin of :class:`ui.main_window.MainWindow` (which builds the widgets and the session named
+below), split from it to keep that file to the window's frame.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
 
 from PySide6.QtWidgets import QHBoxLayout, QMessageBox, QPushButton, QWidget
 
@@ -21,7 +22,6 @@ from workbench.commands import (
     SetCategoryLabel,
     SetCategoryPolarity,
     SetClipLabel,
-    WriteFailed,
 )
 from workbench.review.views import ClipDetail
 from ui.evidence import plain_label
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
     from ui.browser import ClipBrowser
     from ui.evidence import ClipPanel
+    from ui.session import ReviewSession
 
 
 class ErrorBanner(QWidget):
@@ -49,15 +50,12 @@ class ErrorBanner(QWidget):
 
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 
 class EditsMixin:
     """Label edits in the main window: execute, undo, redo, retry, and what is shown after them."""
 
-    annotator: Any
-    review: Any
-    labels: Any
+    session: ReviewSession
     stack: CommandStack
     detail: ClipDetail | None
     banner: ErrorBanner
@@ -65,7 +63,6 @@ class EditsMixin:
     clip_panel: ClipPanel
     undo_action: QAction
     redo_action: QAction
-    clipShown: Any  # the window's Signal(int)
     # The live refresh's background read of the shown clip; made on its first use.
     _live_detail: LatestResult | None = None
     _live_detail_stopped = False
@@ -75,18 +72,21 @@ class EditsMixin:
             return
         if field == "category_polarity":
             # Pool-wide: the expert's P / N / neutral for the category on every clip (None = fitted).
-            self.execute(SetCategoryPolarity(self.labels, self.annotator.id, category_id, value))  # type: ignore[arg-type]
+            session = self.session
+            self.execute(SetCategoryPolarity(session.labels, session.annotator.id, category_id, value))  # type: ignore[arg-type]
             return
         # Based on the version shown: if another window or process changed the label since, the
         # edit is refused with both values instead of overwriting theirs.
         seen = self.detail.category(category_id).expert_version
-        self.execute(SetCategoryLabel(self.labels, self.annotator.id, self.detail.clip_id, category_id,
-                                      base_version=seen, **{field: value}))
+        self.execute(SetCategoryLabel(self.session.labels, self.session.annotator.id, self.detail.clip_id,
+                                      category_id, base_version=seen, **{field: value}))
 
     def _clip_edit(self, **values: object) -> None:
         if self.detail is None:
             return
-        self.execute(SetClipLabel(self.labels, self.annotator.id, self.detail.clip_id,
+        self.execute(SetClipLabel(self.session.labels, self.session.annotator.id, self.detail.clip_id,
+                                  base_version=self.detail.own_label.version, **values))
+
     def _quality_vote(self, flag: str, overruled: bool) -> None:
         """The annotator's vote on one quality flag of the clip, as a command (undo, history)."""
         from workbench.commands import SetQualityOverrule
@@ -98,8 +98,6 @@ class EditsMixin:
                 if v["annotator_id"] == annotator and v["flag"] == flag]
         self.execute(SetQualityOverrule(labels, annotator, self.detail.clip_id, flag,
                                         base_version=mine[0]["version"] if mine else 0, overruled=overruled))
-
-                                  base_version=self.detail.own_label.version, **values))
 
     def _show_conflict(self, exc: ConflictError) -> None:
         """Both values, in a dialog; nothing was written. The view reloads to show the stored value."""
@@ -113,44 +111,18 @@ class EditsMixin:
         box.exec()
         self._refresh()
 
-    def _through_stack(self, write: Callable[[], T]) -> tuple[bool, T | None]:
-        """Run a stack operation that writes: ``(True, its answer)``, or ``(False, None)`` once a
-        failed write (the stack keeps it pending) or a conflict has been shown."""
-        try:
-            return True, write()
-        except WriteFailed as exc:
-            self._show_write_error(str(exc))
-        except ConflictError as exc:
-            self._show_conflict(exc)
-        return False, None
-
     def execute(self, command: Command) -> bool:
-        """Run a command through the stack; on a failed write it stays pending with a visible error."""
-        ok, _ = self._through_stack(lambda: self.stack.push(command))
-        if not ok:
-            return False
-        self.show_status(f"saved: {command.description}")
-        self._refresh(command)
-        return True
+        """Run a command through the session's stack; on a failed write it stays pending with a visible error."""
+        return self.session.execute(command)
 
     def undo(self) -> None:
-        self._step(self.stack.undo, "undone")
+        self.session.undo()
 
     def redo(self) -> None:
-        self._step(self.stack.redo, "redone")
-
-    def _step(self, step: Callable[[], Command | None], verb: str) -> None:
-        """Undo or redo one command: a failed write is kept pending, a conflict is shown."""
-        ok, command = self._through_stack(step)
-        if ok and command is not None:
-            self.show_status(f"{verb}: {command.description}")
-            self._refresh(command)
+        self.session.redo()
 
     def retry_pending(self) -> None:
-        ok, saved = self._through_stack(self.stack.retry_pending)
-        if ok:
-            self.show_status(f"saved {saved} pending edit(s)")
-            self._refresh()
+        self.session.retry_pending()
 
     def _show_write_error(self, message: str) -> None:
         self.banner.message.setText(f"{message} ({len(self.stack.pending)} edit(s) pending)")
@@ -165,7 +137,7 @@ class EditsMixin:
         if not self.stack.pending and self.stack.last_error is None:
             self.banner.setVisible(False)
 
-    def _refresh(self, command: Command | None = None) -> None:
+    def _refresh(self, command: Command | None = None) -> None:  # the session's ``edited``
         """Re-read the current clip's labels and the browser rows after an edit.
 
         After one command only the row of the clip it changed is re-read (a pool-wide polarity
@@ -176,7 +148,7 @@ class EditsMixin:
         if command is None:
             self.reload_rows()
         elif command.clip_id is not None:
-            self.browser.update_rows(self.review.clip_rows(self.annotator.id, [command.clip_id]))
+            self.browser.update_rows(self.session.review.clip_rows(self.session.annotator.id, [command.clip_id]))
 
     def refresh_detail(self) -> None:
         """Re-read the shown clip's texts (answers, judgments, tags, labels); its audio stays as it is.
@@ -185,10 +157,13 @@ class EditsMixin:
         must show the new state before anything else happens. A live read still under way
         (:meth:`refresh_detail_in_background`) is older than this one and is dropped.
         """
+        self.session.refresh_detail()  # the panels follow on its detailChanged
+
+    def _detail_changed(self) -> None:
+        """The session re-read the shown clip: a live read under way is older; the panels follow."""
         if self._live_detail is not None:
             self._live_detail.invalidate()
         if self.detail is not None:
-            self.detail = self.review.clip_detail(self.detail.clip_id, self.annotator.id)
             self._show_detail()
 
     def refresh_detail_in_background(self) -> None:
@@ -201,7 +176,7 @@ class EditsMixin:
         """
         if self.detail is None or self._live_detail_stopped:
             return
-        clip_id, annotator_id, review = self.detail.clip_id, self.annotator.id, self.review
+        clip_id, annotator_id, review = self.detail.clip_id, self.session.annotator.id, self.session.review
         # The service opens a session per call and touches no widget: safe on the pool thread.
         self._live_reader().submit(lambda: (clip_id, annotator_id, review.clip_detail(clip_id, annotator_id)))
 
@@ -217,7 +192,7 @@ class EditsMixin:
 
     def _live_detail_read(self, result: tuple[int, int, ClipDetail]) -> None:
         clip_id, annotator_id, detail = result
-        if self.detail is None or self.detail.clip_id != clip_id or self.annotator.id != annotator_id:
+        if self.detail is None or self.detail.clip_id != clip_id or self.session.annotator.id != annotator_id:
             return  # the user has moved on: the clip shown now was read when it was opened
         self.detail = detail
         self._show_detail()

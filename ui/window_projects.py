@@ -10,7 +10,7 @@ goes on from there (clips that have their audio are skipped).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox
 
@@ -22,7 +22,9 @@ from workbench.tasks import TaskResult
 
 if TYPE_CHECKING:
     from storage import Store
+    from ui.cockpit import Cockpit
     from ui.main_window import MainWindow
+    from ui.session import ReviewSession
 
 LINK_JOB_NAME = "link audio"
 
@@ -39,8 +41,8 @@ class ProjectsMixin:
     """Project ▸ Open project… and Link audio… of the main window."""
 
     store: Store
-    annotator: Any
-    cockpit: Any
+    session: ReviewSession
+    cockpit: Cockpit
     detail: ClipDetail | None
 
     def ask_open_project(self) -> None:
@@ -64,7 +66,7 @@ class ProjectsMixin:
         store = None
         try:
             store = open_store(target)
-            info = LabelService(store).ensure_annotator(self.annotator.name)
+            info = LabelService(store).ensure_annotator(self.session.annotator.name)
         except Exception as exc:  # noqa: BLE001 - any failure to open is shown, the current project stays open
             if store is not None:
                 store.dispose()

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable, Iterator
 
 import pytest
-from PySide6.QtCore import QModelIndex, Qt
+from PySide6.QtCore import QCoreApplication, QEvent, QModelIndex, Qt
 from PySide6.QtWidgets import (
     QAbstractButton,
     QAbstractItemView,
@@ -126,6 +126,8 @@ def _where(widget: QWidget) -> str:
 
 def readable_texts(window: QWidget) -> list[tuple[str, str]]:
     """Every text a person can read in ``window`` now or one click away, as (where, text)."""
+    # Widgets replaced with deleteLater() are gone once the event loop turns: let them go first.
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete.value)
     found: list[tuple[str, str]] = [("window title", window.windowTitle()),
                                     ("status line", window.statusBar().currentMessage())]  # type: ignore[attr-defined]
     found += [("menu", t) for t in _action_texts(window.menuBar().actions())]  # type: ignore[attr-defined]
@@ -218,6 +220,7 @@ def _blind_values(window) -> dict[str, str]:  # type: ignore[no-untyped-def]
     hidden["other expert's clip label"] = f"{OTHER}: rating"
     hidden["other expert's category label"] = f"{OTHER}: 3"
     hidden["other expert's note"] = OTHER_NOTE
+    hidden["other expert's decision (the Selection view's accepts / rejects)"] = f"reject: {detail.key}"
     hidden["category only the other expert labelled"] = OTHER_ONLY_CATEGORY
     assert any(name.startswith("evidence") for name in hidden) and detail.localizability is not None
     return hidden

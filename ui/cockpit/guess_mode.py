@@ -15,16 +15,18 @@ the mode and draws what the policy allows.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QObject, Qt
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSlider, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QMenu, QPushButton, QSlider, QWidget
 
 from ui.cockpit.map_data import great_circle
 from ui.cockpit.map_view import MapView
+from ui.session import ReviewSession
 from workbench.commands import SetHumanGuess
 from workbench.labels import INTERACTIVE_WAIT_S
 from workbench.studies.localizers import GuessService, GuessView, guess_for
@@ -73,17 +75,16 @@ class GuessControls(QWidget):
 
 
 class GuessMode(QObject):
-    """Guess mode of one review window; ``window.guess_mode``.
+    """Guess mode of one review session (the window keeps it as ``window.guess_mode``).
 
-    The window provides ``store``, ``annotator``, ``detail``, ``execute(command)``,
-    ``refresh_detail()``, ``show_status``, ``stack``, ``browser`` and ``clipShown``.
+    It reads the session's shown clip and visibility policy, and saves through its ``execute``.
     """
 
-    def __init__(self, window: Any, map_view: MapView) -> None:
-        super().__init__(window)
-        self.window = window
+    def __init__(self, session: ReviewSession, map_view: MapView) -> None:
+        super().__init__(session)
+        self.session = session
         self.map = map_view
-        self.service = GuessService(window.store, write_wait_s=INTERACTIVE_WAIT_S)
+        self.service = GuessService(session.store, write_wait_s=INTERACTIVE_WAIT_S)
         self.active = False
         self.placed: tuple[float, float] | None = None  # (longitude, latitude) clicked, not saved yet
         self.stored = GuessView(None, None, None, 0, None)
@@ -99,7 +100,7 @@ class GuessMode(QObject):
         map_view.plot.scene().sigMouseClicked.connect(self._clicked)
         self.controls.mode.toggled.connect(self.set_active)
         self.controls.save.clicked.connect(self.save)
-        self.action = QAction("Guess mode (locate the clip blind)", window)
+        self.action = QAction("Guess mode (locate the clip blind)", session)
         self.action.setCheckable(True)
         self.action.toggled.connect(self.set_active)
         self._show()
@@ -107,19 +108,19 @@ class GuessMode(QObject):
     # ------------------------------------------------------------------ state
 
     def clip_id(self) -> int | None:
-        detail = self.window.detail
+        detail = self.session.detail
         return None if detail is None else detail.clip_id
 
     def _read(self) -> GuessView:
         clip_id = self.clip_id()
         if clip_id is None:
             return GuessView(None, None, None, 0, None)
-        return guess_for(self.window.store, self.window.annotator.id, clip_id)
+        return guess_for(self.session.store, self.session.annotator.id, clip_id)
 
     def truth_hidden(self) -> bool:
         """Whether the shown clip's true location and the models' answers must stay hidden."""
-        self.window.sync_visibility()
-        return self.window.visibility.map_hidden()
+        self.session.sync_visibility()
+        return self.session.visibility.map_hidden()
 
     def set_active(self, on: bool) -> None:
         """Enter or leave guess mode (the button and the menu action follow each other)."""
@@ -133,10 +134,10 @@ class GuessMode(QObject):
         self.controls.mode.setText("Guess mode: on" if on else "Guess mode")
         self.placed = None
         # The policy's listeners redraw: the clip list, the panels and this map.
-        self.window.visibility.set_guess_mode(on)
-        self.window.refresh_detail()  # re-read the shown clip's texts too
+        self.session.visibility.set_guess_mode(on)
+        self.session.refresh_detail()  # re-read the shown clip's texts too
         if on:
-            self.window.show_status("guess mode: click the map where you think the clip was recorded")
+            self.session.show_status("guess mode: click the map where you think the clip was recorded")
 
     def clip_changed(self, *_: Any) -> None:
         """A new clip is shown: forget the unsaved click."""
@@ -146,7 +147,7 @@ class GuessMode(QObject):
     def refresh(self) -> None:
         """Re-read the stored guess (after a save, undo or redo) and redraw."""
         clip_id = self.clip_id()
-        self.window.sync_visibility()
+        self.session.sync_visibility()
         self.stored = self._read()
         if clip_id != self.stored_clip:
             self.placed = None
@@ -156,7 +157,7 @@ class GuessMode(QObject):
     # ------------------------------------------------------------------ drawing
 
     def _show(self) -> None:
-        hidden = self.window.visibility.map_hidden()
+        hidden = self.session.visibility.map_hidden()
         self.map.set_hidden(hidden)
         self.marker.setData([], [])
         self.line.setData([], [])
@@ -198,12 +199,12 @@ class GuessMode(QObject):
         if not box.sceneBoundingRect().contains(event.scenePos()):
             return
         if self.stored.placed:
-            self.window.show_status("this clip's guess is saved; undo it (Ctrl+Z) to guess again")
+            self.session.show_status("this clip's guess is saved; undo it (Ctrl+Z) to guess again")
             return
         point = box.mapSceneToView(event.scenePos())
         lon, lat = float(point.x()), float(point.y())
         if not (-180.0 <= lon <= 180.0 and -90.0 <= lat <= 90.0):
-            self.window.show_status(f"{lat:.1f}, {lon:.1f} is off the map; click inside ±90° latitude, ±180° longitude")
+            self.session.show_status(f"{lat:.1f}, {lon:.1f} is off the map; click inside ±90° latitude, ±180° longitude")
             return
         self.place(lon, lat)
 
@@ -218,21 +219,23 @@ class GuessMode(QObject):
         if not self.active or clip_id is None or self.placed is None or self.stored.placed:
             return False
         lon, lat = self.placed
-        command = SetHumanGuess(self.service, self.window.annotator.id, clip_id, base_version=self.stored.version,
+        command = SetHumanGuess(self.service, self.session.annotator.id, clip_id, base_version=self.stored.version,
                                 latitude=round(lat, 4), longitude=round(lon, 4),
                                 confidence=self.controls.confidence_value())
-        saved = self.window.execute(command)  # the stack's listeners redraw (see install_guess_mode)
+        saved = self.session.execute(command)  # the stack's listeners redraw (see install_guess_mode)
         if saved:
             self.placed = None
             self.refresh()
         return saved
 
 
-def install_guess_mode(window: Any) -> GuessMode:
-    """Add guess mode to ``window``'s map view and Review menu; the window keeps the returned object."""
-    mode = GuessMode(window, window.cockpit.map)
-    window.clipShown.connect(mode.clip_changed)
-    window.stack.subscribe(mode.refresh)
-    window.review_menu.addAction(mode.action)
-    mode.action.toggled.connect(lambda on: window.cockpit.show("map") if on else None)
+def install_guess_mode(session: ReviewSession, map_view: MapView, menu: QMenu,
+                       show_map: Callable[[], None]) -> GuessMode:
+    """Add guess mode to the map view and the Review ``menu``; switching it on calls ``show_map``
+    (the window brings the map's dock to the front). The window keeps the returned object."""
+    mode = GuessMode(session, map_view)
+    session.clipShown.connect(mode.clip_changed)
+    session.stack.subscribe(mode.refresh)
+    menu.addAction(mode.action)
+    mode.action.toggled.connect(lambda on: show_map() if on else None)
     return mode

@@ -102,6 +102,8 @@ class SelectionView(QWidget):
         self.counts.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.counts.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         self.decisions = QListWidget()
+        # Set by the review window's visibility policy: blind mode hides the experts' votes.
+        self.decisions_hidden: str | None = None
         self.decisions.itemActivated.connect(lambda item: self.clipActivated.emit(item.data(KEY_ROLE)))
         self.chosen = QListWidget()
         self.chosen.itemActivated.connect(lambda item: self.clipActivated.emit(item.data(KEY_ROLE)))
@@ -152,7 +154,10 @@ class SelectionView(QWidget):
             return
         self.before = pool_counts(pool)
         self.decisions.clear()
-        for clip, decision in pool["decision"].dropna().sort_index().items():
+        if self.decisions_hidden is not None:
+            self.decisions.addItem(self.decisions_hidden)
+        for clip, decision in ([] if self.decisions_hidden is not None
+                               else pool["decision"].dropna().sort_index().items()):
             if decision in ("accept", "reject"):
                 item = QListWidgetItem(f"{decision}: {keys.at[clip]}")
                 item.setData(KEY_ROLE, str(keys.at[clip]))

@@ -131,6 +131,11 @@ class VisibilityPolicy:
         show_others = self.judges_visible()
         return [row for row in detail.categories if show_others or not row.only_other_experts]
 
+    def pool_votes_hidden(self) -> str | None:
+        """Why the experts' accepts and rejects of every clip (the Selection view's list) are
+        hidden — they are other experts' labels — or None when they may show."""
+        return f"{HIDDEN_IN_BLIND_MODE}: the experts' accepts and rejects" if self.blind_mode else None
+
     # ------------------------------------------------------------------ guess mode
 
     def location_visible(self) -> bool:
