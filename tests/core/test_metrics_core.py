@@ -9,10 +9,10 @@ import pycountry
 import pytest
 
 from workbench.metrics import core
+from workbench.metrics.aggregate import compute_metrics
 from workbench.metrics.continents import CONTINENT_BY_ISO2
 from workbench.metrics.core import (
     METRIC_KEYS,
-    compute_metrics,
     country_iso,
     geoscore,
     is_refusal,

@@ -86,7 +86,7 @@ def _expected_records(records: list[dict], faults: dict[str, str]) -> pd.DataFra
 
 def _check_run(agl1k, server, capsys, monkeypatch, tmp_path, *, model: str, provider_args: list[str]) -> None:  # type: ignore[no-untyped-def]
     from cli.main import main
-    from workbench.metrics.core import compute_metrics
+    from workbench.metrics.aggregate import compute_metrics
 
     db = str(agl1k["db"])
     records = agl1k["records"]

@@ -1,4 +1,5 @@
-"""Leaderboard metrics: pure formulas (:mod:`.core`) and the store-backed service (:mod:`.service`).
+"""Leaderboard metrics: pure formulas (:mod:`.core`), their vectorised aggregation over a model's
+records (:mod:`.aggregate`, :func:`compute_metrics`) and the store-backed service (:mod:`.service`).
 
 The names below load :mod:`.core` (numpy, pandas, geographiclib) on first use, so that reading
 :mod:`.keys` stays light.
@@ -23,6 +24,10 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    if name == "compute_metrics":
+        from workbench.metrics.aggregate import compute_metrics
+
+        return compute_metrics
     if name in __all__:
         from workbench.metrics import core
 

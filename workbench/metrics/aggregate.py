@@ -5,7 +5,7 @@ A leaderboard of 16 models x 1,444 clips used to call the per-record formulas of
 formulas are applied to each distinct value of a column (countries, continents and refusal
 markers repeat a lot), mapped back to the rows with numpy, computed once for every model and
 profile, and aggregated per group with array operations. The formulas themselves stay in
-:mod:`workbench.metrics.core`; :func:`workbench.metrics.core.compute_metrics` is this module's
+:mod:`workbench.metrics.core`; :func:`compute_metrics` is this module's
 :func:`metric_inputs` followed by :func:`metrics_of`.
 """
 
@@ -49,7 +49,7 @@ def _codes(series: pd.Series | np.ndarray) -> tuple[np.ndarray, list[Any]] | Non
 class RecordColumns:
     """Raw columns of result records as object arrays, each converted once on first use.
 
-    The source is a DataFrame (:func:`workbench.metrics.core.compute_metrics`) or a mapping of
+    The source is a DataFrame (:func:`compute_metrics`) or a mapping of
     column name -> array: the leaderboard hands over the rows it read from the store column by
     column, as building a DataFrame of tens of thousands of rows cost it as much as the metrics.
     """
@@ -291,7 +291,7 @@ def _accuracy(true_ids: np.ndarray, predicted_ids: np.ndarray) -> float:
 
 def metrics_of(inputs: MetricInputs, profile: str, model: str | None) -> dict[str, Any]:
     """The :data:`~workbench.metrics.keys.METRIC_KEYS` of the rows in ``inputs`` (see
-    :func:`workbench.metrics.core.compute_metrics` for their definitions)."""
+    :func:`compute_metrics` for their definitions)."""
     n = len(inputs)
     column = inputs.columns
     distances = column["distance"]
@@ -310,3 +310,48 @@ def metrics_of(inputs: MetricInputs, profile: str, model: str | None) -> dict[st
         result[f"within_{threshold}km"] = float(np.count_nonzero(defined < threshold)) / n if n else math.nan
     result["geoscore_mean"] = float(core.geoscore(defined).mean()) if defined.size else math.nan
     return result
+
+
+def compute_metrics(
+    records: pd.DataFrame, profile: core.Profile = "agl1k", *, model: str | None = None
+) -> dict[str, Any]:
+    """Leaderboard metrics of one model's result records.
+
+    Parameters
+    ----------
+    records : pandas.DataFrame
+        One row per clip with the columns ``true_latitude, true_longitude, true_city,
+        true_country, true_continent, predicted_latitude, predicted_longitude, predicted_city,
+        predicted_country, predicted_continent`` (raw values) and optionally ``model`` and
+        ``distance_error_km`` (the distance stored at import; missing values are computed).
+    profile : {"agl1k", "iso"}
+        ``agl1k``: AGL1K's published normalisation; ``iso``: countries compared as ISO 3166-1
+        codes and continents derived from the country code (falling back to the normalised
+        continent field when the country is not resolvable).
+    model : str, optional
+        Model name to report; defaults to the single value of a ``model`` column, if any.
+
+    Returns
+    -------
+    dict
+        The keys of :data:`~workbench.metrics.keys.METRIC_KEYS`. ``distance_error_km`` and ``geoscore_mean`` are means over
+        rows with a defined distance; ``within_*km`` are fractions of all ``n`` rows whose distance
+        is defined and strictly below the threshold; ``reject_rate`` is the fraction of rows in
+        which any predicted field is a refusal; accuracies leave out rows where either side is
+        missing after normalisation. Undefined values (no usable rows) are NaN.
+
+    Raises
+    ------
+    ValueError
+        If ``profile`` is unknown or a required column is absent.
+    """
+    if profile not in core.PROFILES:
+        raise ValueError(f"unknown metric profile {profile!r}; use one of {', '.join(core.PROFILES)}")
+    missing = [c for c in core.REQUIRED_COLUMNS if c not in records.columns]
+    if missing:
+        raise ValueError(f"records lack the column(s) {', '.join(missing)}")
+    if model is None and "model" in records.columns:
+        names = records["model"].dropna().unique().tolist()
+        model = str(names[0]) if len(names) == 1 else None
+
+    return metrics_of(metric_inputs(records, (profile,)), profile, model)

@@ -13,7 +13,6 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pycountry
 
 from workbench.agl1k_record import TRUE_FIELDS
@@ -277,50 +276,3 @@ def _city_key(value: Any) -> str | None:
         return None
     text = _as_text(value)
     return text.lower() if text.strip() else None
-
-
-def compute_metrics(
-    records: pd.DataFrame, profile: Profile = "agl1k", *, model: str | None = None
-) -> dict[str, Any]:
-    """Leaderboard metrics of one model's result records.
-
-    Parameters
-    ----------
-    records : pandas.DataFrame
-        One row per clip with the columns ``true_latitude, true_longitude, true_city,
-        true_country, true_continent, predicted_latitude, predicted_longitude, predicted_city,
-        predicted_country, predicted_continent`` (raw values) and optionally ``model`` and
-        ``distance_error_km`` (the distance stored at import; missing values are computed).
-    profile : {"agl1k", "iso"}
-        ``agl1k``: AGL1K's published normalisation; ``iso``: countries compared as ISO 3166-1
-        codes and continents derived from the country code (falling back to the normalised
-        continent field when the country is not resolvable).
-    model : str, optional
-        Model name to report; defaults to the single value of a ``model`` column, if any.
-
-    Returns
-    -------
-    dict
-        The keys of :data:`METRIC_KEYS`. ``distance_error_km`` and ``geoscore_mean`` are means over
-        rows with a defined distance; ``within_*km`` are fractions of all ``n`` rows whose distance
-        is defined and strictly below the threshold; ``reject_rate`` is the fraction of rows in
-        which any predicted field is a refusal; accuracies leave out rows where either side is
-        missing after normalisation. Undefined values (no usable rows) are NaN.
-
-    Raises
-    ------
-    ValueError
-        If ``profile`` is unknown or a required column is absent.
-    """
-    if profile not in PROFILES:
-        raise ValueError(f"unknown metric profile {profile!r}; use one of {', '.join(PROFILES)}")
-    missing = [c for c in REQUIRED_COLUMNS if c not in records.columns]
-    if missing:
-        raise ValueError(f"records lack the column(s) {', '.join(missing)}")
-    if model is None and "model" in records.columns:
-        names = records["model"].dropna().unique().tolist()
-        model = str(names[0]) if len(names) == 1 else None
-
-    from workbench.metrics.aggregate import metric_inputs, metrics_of
-
-    return metrics_of(metric_inputs(records, (profile,)), profile, model)

@@ -15,13 +15,12 @@ from storage import Store
 from storage.models import AlmRun, Clip, Prediction
 from workbench.agl1k_record import PREDICTED_FIELDS, TRUE_FIELDS
 from workbench.errors import AglwError
-from workbench.metrics.aggregate import map_pairs, map_values, metric_inputs, metrics_of
+from workbench.metrics.aggregate import compute_metrics, map_pairs, map_values, metric_inputs, metrics_of
 from workbench.metrics.continents import continent_of_iso
 from workbench.metrics.core import (
     METRIC_KEYS,
     PROFILES,
     Profile,
-    compute_metrics,
     country_iso,
     normalize_continent_agl1k,
 )
@@ -225,7 +224,7 @@ def model_metrics(store: Store, model: str, profile: Profile = "agl1k") -> dict[
     model : str
         A model name given at ``import predictions``.
     profile : {"agl1k", "iso"}
-        Metric profile (see :func:`workbench.metrics.core.compute_metrics`).
+        Metric profile (see :func:`workbench.metrics.aggregate.compute_metrics`).
 
     Returns
     -------

@@ -4,7 +4,7 @@ A guess (latitude, longitude, a confidence in [0, 1], optionally the city, count
 continent) is a human label: one transaction, a version, ``LabelHistory`` rows (entity
 ``human_guess``; :func:`workbench.versioned_rows.write_versioned`), undo through
 :class:`workbench.commands.SetHumanGuess`.  Scores use the leaderboard's own formulas
-(:func:`workbench.metrics.core.compute_metrics`) on records built from the guesses and the
+(:func:`workbench.metrics.aggregate.compute_metrics`) on records built from the guesses and the
 clips' true locations, one row per annotator (``human:<pseudonym>``) and one pooled over
 everyone (``human (pooled)``).
 """
@@ -202,7 +202,7 @@ def with_human_rows(frame: Any, store: Store, profile: str, *, ci: bool = False,
                     seed: int = 0) -> Any:
     """The leaderboard ``frame`` with the human localizers' rows appended (per annotator and pooled).
 
-    Humans are scored by the same :func:`~workbench.metrics.core.compute_metrics` as the models,
+    Humans are scored by the same :func:`~workbench.metrics.aggregate.compute_metrics` as the models,
     so their rows sit in the same table; ``profile`` is the leaderboard's (``both``: one row per
     profile). Without guesses the frame comes back unchanged.
     """
