@@ -113,10 +113,15 @@ def commands(w: dict, run: str, api_url: str) -> dict[str, list[str]]:
 def _study_commands(out: Path, api_url: str) -> dict[str, list[str]]:
     """The `study` group (issue 18) on the demo project."""
     alm = "DEMO-ALM (synthetic reasoning)"
+    # the demo has one expert: on its own labels every alt-test is refused (exit 1); a file with
+    # four raters runs one
+    ratings = out / "alt.csv"
+    ratings.write_text("unit,rater,value\n" + "".join(f"u{u},r{r},{(u + r * (u % 2)) % 3}\n"
+                                                      for u in range(8) for r in range(4)))
     return {
         "study alt-test": ["--min-items", "5"],
         "study sensitivity": ["--gamma", "500,1000", "--alpha", "0,0.05", "--theta", "0,0.5"],
-        "study error-mode": ["--clip", "DEMO-0001", "--alm", alm, "--modes", "bird_bias"],
+        "study error-mode": ["--clip", "DEMO-0004", "--alm", alm, "--modes", "bird_bias"],  # a wrong answer
         "study error-modes": [],
         "study judge-error-modes": ["--alm", alm, "--limit", "1", "--judges", "opus", "--base-url", api_url],
         "study report": ["--out", str(out / "study-report"), "--bootstrap", "5"],
