@@ -118,10 +118,13 @@ def register(app: typer.Typer) -> None:
             emit_json({**result.to_dict(), "files": files})
             return
         ref = result.reference
+        stored_selection = (f"the stored selection (id {ref['selection_id']}) holds {ref['n_stored_selection']} clips"
+                            if ref.get("n_stored_selection") is not None
+                            else "no selection stored from this run (aglw select)")
         show(f"stored run: γ = {ref['gamma_km']:g} km, α = {ref['alpha']:g}, θ = {ref['theta']:g}: "
-             f"{ref['n_selected']} of {ref['n_clips']} clips selected")
+             f"{ref['n_candidates']} of {ref['n_clips']} clips are candidates (l > θ); {stored_selection}")
         table = result.table
-        show(f"Jaccard with the stored selection over {len(table)} settings: min {table['jaccard'].min():.3f}, "
+        show(f"Jaccard with the stored run's candidates over {len(table)} settings: min {table['jaccard'].min():.3f}, "
              f"median {table['jaccard'].median():.3f}, max {table['jaccard'].max():.3f}; "
              f"size {int(table['n_selected'].min())}–{int(table['n_selected'].max())}; "
              f"categories flipping P/N: up to {int(table['n_flipped'].max())}")
@@ -192,6 +195,8 @@ def register(app: typer.Typer) -> None:
                        "agreement": agreement.to_dict(orient="records"),
                        "n_answers": int(table[["alm", "clip_id"]].drop_duplicates().shape[0])})
             return
+        from workbench.studies.figures import SMALL_N
+
         overall = shares[shares["breakdown"] == "all"]
         if overall.empty:
             show("no error modes tagged yet (aglw study error-mode --clip KEY --alm NAME --modes ...)")
@@ -199,7 +204,9 @@ def register(app: typer.Typer) -> None:
         for (name, part) in overall.groupby("alm", sort=True):
             cells = ", ".join(f"{error_modes.TAXONOMY[m][0]} {v:.0%}" for m, v in zip(part["mode"], part["share"])
                               if v > 0)
-            show(f"{name} ({int(part['n_answers'].max())} answers): {cells or 'no mode chosen'}")
+            n = int(part["n_answers"].max())
+            few = f"; fewer than {SMALL_N} answers: shares say little" if n < SMALL_N else ""
+            show(f"{name} (n = {n} answers{few}): {cells or 'no mode chosen'}")
         alphas = agreement[agreement["coefficient"] == "krippendorff_alpha"]
         for row in alphas.itertuples():
             value = f"not reported ({row.reason})" if row.value != row.value else f"{row.value:.3f}"

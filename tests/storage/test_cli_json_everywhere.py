@@ -107,6 +107,9 @@ def commands(w: dict, run: str, api_url: str) -> dict[str, list[str]]:
         "export predictions": [str(out / "predictions.jsonl"), "--model", "DEMO-ALM (synthetic reasoning)"],
         **_events_commands(out),
         **_study_commands(out, api_url),
+        # DEMO-0001 has the demo pool's lowest ACI (low_complexity)
+        "quality overrule": ["--clip", "DEMO-0001", "--flag", "low_complexity", "--note", "kept"],
+        "quality restore": ["--clip", "DEMO-0001", "--flag", "low_complexity"],
     }
 
 
@@ -119,7 +122,7 @@ def _study_commands(out: Path, api_url: str) -> dict[str, list[str]]:
     ratings.write_text("unit,rater,value\n" + "".join(f"u{u},r{r},{(u + r * (u % 2)) % 3}\n"
                                                       for u in range(8) for r in range(4)))
     return {
-        "study alt-test": ["--min-items", "5"],
+        "study alt-test": ["--ratings", str(ratings), "--llm", "r0", "--min-items", "5"],
         "study sensitivity": ["--gamma", "500,1000", "--alpha", "0,0.05", "--theta", "0,0.5"],
         "study error-mode": ["--clip", "DEMO-0004", "--alm", alm, "--modes", "bird_bias"],  # a wrong answer
         "study error-modes": [],
@@ -188,6 +191,7 @@ def _names() -> set[str]:
         "events import", "events export", "events eval", "events qa", "events score-qa",
         "study alt-test", "study sensitivity", "study error-mode", "study error-modes", "study judge-error-modes",
         "study report", "study plan", "study progress", "study guess", "study localizers",
+        "quality overrule", "quality restore",
     }
 
 

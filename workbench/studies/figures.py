@@ -16,6 +16,8 @@ from workbench.studies.error_modes import MODES, TAXONOMY
 from workbench.studies.sensitivity import SweepResult
 
 DPI = 110
+# A share from fewer answers than this is marked as such (hatched, "fewer than 5 answers").
+SMALL_N = 5
 
 
 def _figure(width: float = 6.4, height: float = 4.4, layout: str | None = None):
@@ -111,12 +113,19 @@ def error_mode_bars(shares: pd.DataFrame, breakdown: str = "all") -> bytes:
     series = part.assign(series=part[key].astype(str).agg(" · ".join, axis=1))
     wide = series.pivot_table(index="series", columns="mode", values="share", fill_value=0.0)
     wide = wide.reindex(columns=[m for m in MODES if m in wide.columns])
+    # Every bar says how many answers its share counts; fewer than SMALL_N are hatched and
+    # marked, since a share of 1.0 from one answer says little.
+    n_of = series.groupby("series")["n_answers"].max()
     x = np.arange(len(wide.columns))
     width = 0.8 / max(len(wide), 1)
     for i, (name, row) in enumerate(wide.iterrows()):
-        ax.bar(x + i * width - 0.4 + width / 2, row.to_numpy(), width, label=str(name))
+        n = int(n_of.get(name, 0))
+        few = n < SMALL_N
+        label = f"{name} (n = {n}" + (f"; fewer than {SMALL_N} answers)" if few else ")")
+        ax.bar(x + i * width - 0.4 + width / 2, row.to_numpy(), width, label=label,
+               hatch="//" if few else None, alpha=0.55 if few else 1.0)
     ax.set_xticks(x, [TAXONOMY[m][0] for m in wide.columns], rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel("share of tagged wrong answers")
+    ax.set_ylabel("share of tagged wrong answers (n per bar in the legend)")
     ax.set_ylim(0, 1)
     ax.legend(fontsize=7)
     ax.set_title("Error modes per ALM" + ("" if breakdown == "all" else f" by {breakdown}"), fontsize=10)

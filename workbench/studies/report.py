@@ -23,6 +23,14 @@ import pandas as pd
 
 from workbench import escaping
 from workbench.errors import AglwError, InputError
+from workbench.studies.report_counts import (
+    StudyCounts,
+    agreement_missing,
+    alt_test_missing,
+    comparison_sentence,
+    error_modes_missing,
+    study_counts,
+)
 from workbench.outputs import check_folder_target, output_folder
 
 if TYPE_CHECKING:
@@ -85,6 +93,11 @@ def _table_html(frame: pd.DataFrame, caption: str, limit: int | None = None) -> 
     return table + more
 
 
+def _missing_html(text: str) -> str:
+    """A section's statement of what is missing, in place of an empty table."""
+    return f"<p class='missing'>{html.escape(text)}</p>"
+
+
 def _figure_html(png: bytes, caption: str) -> str:
     data = base64.b64encode(png).decode("ascii")
     return (f"<figure><img alt='{html.escape(caption)}' src='data:image/png;base64,{data}'>"
@@ -119,13 +132,16 @@ def _alt_frame(rows: list[dict]) -> pd.DataFrame:
 
 def methods_paragraph(*, n_clips: int, experts: int, judges: int, alt_rows: list[dict], baseline: pd.DataFrame,
                       epsilon: float, alpha: float, bootstrap: int, seed: int, sweep: dict | None,
-                      n_error_answers: int, min_items: int = 30) -> str:
-    """The methods text, every figure filled in from the computed results."""
-    parts = [
-        f"We compared {judges} LLM judge(s) with {experts} human expert(s) on {n_clips} clips. "
-        f"Agreement coefficients carry 95 % percentile intervals from a cluster bootstrap over clips "
-        f"(B = {bootstrap}, seed {seed}; clips resampled with replacement with all their units and raters)."
-    ]
+                      n_error_answers: int, min_items: int = 30, counts: StudyCounts | None = None) -> str:
+    """The methods text, every figure filled in from the computed results; ``counts`` (see
+    :func:`workbench.studies.report_counts.study_counts`) says what was actually compared."""
+    if counts is None:
+        counts = StudyCounts(experts, judges, n_clips, n_clips, n_clips, n_error_answers)
+    parts = [comparison_sentence(counts)]
+    if not baseline.empty and baseline["value"].notna().any():
+        parts.append(
+            f"Agreement coefficients carry 95 % percentile intervals from a cluster bootstrap over clips "
+            f"(B = {bootstrap}, seed {seed}; clips resampled with replacement with all their units and raters).")
     for label in ("effect", "contribution", "polarity"):
         part = baseline[baseline["label"] == label]
         if part.empty:
@@ -151,28 +167,34 @@ def methods_paragraph(*, n_clips: int, experts: int, judges: int, alt_rows: list
         if sentences:
             parts.append(f"For {label}: " + "; ".join(sentences) + ".")
     tested = [r for r in alt_rows if not r.get("refused")]
-    parts.append(
-        f"The Alternative Annotator Test (Calderon, Reichart & Dror, ACL 2025) was run with ε = {epsilon} and a "
-        f"Benjamini–Yekutieli correction at α = {alpha} (a one-sided one-sample t-test per held-out expert; "
-        f"experts with fewer than {min_items} shared units are left out; the LLM passes at a winning rate ω ≥ 0.5).")
+    missing = alt_test_missing(counts, alt_rows)
+    if missing is not None:
+        parts.append(f"The Alternative Annotator Test was not run: {missing}.")
+    else:
+        parts.append(
+            f"The Alternative Annotator Test (Calderon, Reichart & Dror, ACL 2025) was run with ε = {epsilon} and a "
+            f"Benjamini–Yekutieli correction at α = {alpha} (a one-sided one-sample t-test per held-out expert; "
+            f"experts with fewer than {min_items} shared units are left out; the LLM passes at a winning rate ω ≥ 0.5).")
     for r in tested:
         parts.append(
             f"{r['llm']} on {r['label']} ({r['metric']}): ω = {r['winning_rate']:.2f} over {r['n_tested']} expert(s), "
             f"ρ = {r['advantage_probability']:.3f}, n = {r['n_units']} units — "
             f"{'passed' if r['passed'] else 'failed'}.")
     refused = [r for r in alt_rows if r.get("refused")]
-    if refused:
+    if refused and missing is None:
         parts.append(f"{len(refused)} candidate/label combination(s) could not be tested "
                      f"(e.g. {refused[0]['llm']} on {refused[0]['label']}: {refused[0]['refused']}).")
-    if n_error_answers:
-        parts.append(f"Experts tagged {n_error_answers} wrong or refused ALM answer(s) with AGL1K's error-mode "
-                     "taxonomy; shares count each answer once.")
+    if counts.n_error_answers:
+        parts.append(f"Experts tagged {counts.n_error_answers} wrong or refused ALM answer(s) with AGL1K's error-mode "
+                     "taxonomy; shares count each answer once, and a share from fewer than 5 answers is marked.")
+    else:
+        parts.append("No ALM answer was tagged with error modes.")
     if sweep is not None:
         parts.append(
             f"Sensitivity: {sweep['n_settings']} settings ({sweep['n_gamma']} γ × {sweep['n_alpha']} α × "
             f"{sweep['n_theta']} θ) were refitted; the Jaccard overlap of the candidate set with the stored run "
             f"(γ = {sweep['gamma_km']:g} km, α = {sweep['alpha']:g}, θ = {sweep['theta']:g}, "
-            f"{sweep['n_selected']} clips) ranged from {sweep['jaccard_min']:.3f} to {sweep['jaccard_max']:.3f} "
+            f"{sweep['n_selected']} candidate clips) ranged from {sweep['jaccard_min']:.3f} to {sweep['jaccard_max']:.3f} "
             f"(median {sweep['jaccard_median']:.3f}); "
             + (f"up to {sweep['max_flipped']} categories flipped between P and N." if sweep["max_flipped"]
                else "no category flipped between P and N."))
@@ -364,25 +386,31 @@ def write_report(
             (staging / "tables" / f"{name}.tex").write_text(_latex(frame, caption, f"tab:{name}"), encoding="utf-8")
             written.append(f"tables/{name}.tex")
 
-        n_experts = int(ratings.loc[ratings["rater_kind"] == "expert", "rater"].nunique())
-        n_judges = int(ratings.loc[ratings["rater_kind"] == "judge", "rater"].nunique())
-        n_error_answers = int(mode_table.loc[mode_table["rater_kind"] == "expert", ["alm", "clip_id"]].drop_duplicates()
-                              .shape[0]) if not mode_table.empty else 0
+        study_n = study_counts(ratings, mode_table)
+        n_experts, n_judges = study_n.n_experts, study_n.n_judges
         methods = methods_paragraph(
             n_clips=int(ratings["clip_id"].nunique()), experts=n_experts, judges=n_judges, alt_rows=alt_rows,
             baseline=baseline, epsilon=epsilon, alpha=alpha, bootstrap=bootstrap, seed=seed, sweep=sweep_summary,
-            n_error_answers=n_error_answers, min_items=min_items)
+            n_error_answers=study_n.n_error_answers, min_items=min_items, counts=study_n)
 
-        sections = [f"<h1>AGL Workbench study report</h1><p>ALM studied: {html.escape(str(data.alm_model))}; "
+        studied = (html.escape(str(data.alm_model)) if data.alm_model is not None
+                   else "none (no judge has rated an ALM's reasoning yet)")
+        sections = [f"<h1>AGL Workbench study report</h1><p>ALM studied: {studied}; "
                     f"{n_experts} expert(s), {n_judges} judge(s); written {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.</p>",
                     f"<h2>Methods</h2><p class='methods'>{html.escape(methods)}</p>"]
         n_figures = 0
-        body = [_table_html(tables["alt_test"][0], tables["alt_test"][1]), _figure_html(
-            figures.alt_test_bars(alt_rows), "Winning rate ω and advantage probability ρ per candidate")]
-        n_figures += 1
+        missing = alt_test_missing(study_n, alt_rows)
+        if missing is None:
+            body = [_table_html(tables["alt_test"][0], tables["alt_test"][1]), _figure_html(
+                figures.alt_test_bars(alt_rows), "Winning rate ω and advantage probability ρ per candidate")]
+            n_figures += 1
+        else:
+            body = [_missing_html(f"Not run: {missing}.")]
         sections.append("<h2>May the LLM judge replace a person?</h2>" + "".join(body))
-        body = [_table_html(baseline, tables["baseline"][1])]
-        for label in sorted(set(baseline["label"])):
+        missing = agreement_missing(study_n, baseline)
+        body = [_table_html(baseline, tables["baseline"][1])] if missing is None else [_missing_html(
+            f"No agreement coefficient: {missing}.")]
+        for label in sorted(set(baseline["label"])) if missing is None else ():
             body.append(_figure_html(figures.baseline_forest(baseline, label), f"{label}: pairwise agreement with CIs"))
             n_figures += 1
         sections.append("<h2>Human–human baseline, human–LLM, LLM–LLM, test–retest</h2>" + "".join(body))
@@ -402,8 +430,10 @@ def write_report(
             n_figures += 1
         sections.append("<h2>Per-category confusion matrices (effect)</h2>" + (
             f"<div class='grid'>{''.join(body)}</div>" if body else "<p>No unit with both experts and judges.</p>"))
-        body = [_figure_html(figures.error_mode_bars(shares, "all"), "Error-mode shares per ALM")]
-        n_figures += 1
+        missing = error_modes_missing(study_n) if shares.empty else None
+        body = [_missing_html(f"{missing[0].upper()}{missing[1:]}.")] if missing else [_figure_html(
+            figures.error_mode_bars(shares, "all"), "Error-mode shares per ALM (n answers per bar; fewer than 5 marked)")]
+        n_figures += 0 if missing else 1
         for breakdown in ("continent", "speech"):
             if not shares[shares["breakdown"] == breakdown].empty:
                 body.append(_figure_html(figures.error_mode_bars(shares, breakdown), f"Error-mode shares by {breakdown}"))

@@ -47,6 +47,9 @@ class SweepInputs:
     reference_polarity: pd.Series  # category → P/N/neutral/insufficient of the stored run
     category_overrides: dict[str, str] = field(default_factory=dict)
     clip_overrides: pd.DataFrame | None = None
+    # The latest selection stored from the run (`aglw select`): its size and id; None without one.
+    selection_size: int | None = None
+    selection_id: int | None = None
 
 
 @dataclass
@@ -159,7 +162,10 @@ def sweep(
         thetas=[float(t) for t in thetas],
         reference={
             "gamma_km": inputs.base.gamma_km, "alpha": inputs.base.alpha, "theta": inputs.base.theta,
-            "n_selected": ref_size, "n_clips": n,
+            # n_selected counts the stored run's candidates (l > θ), which every setting is compared
+            # with; the stored selection (`aglw select`) is a sample of them, counted apart.
+            "n_selected": ref_size, "n_candidates": ref_size, "n_clips": n,
+            "n_stored_selection": inputs.selection_size, "selection_id": inputs.selection_id,
             "speech_share": float(speech[reference].mean()) if ref_size else None,
             **{f"share:{c}": float(m[reference].mean()) if ref_size else None for c, m in continent_masks.items()},
         },
@@ -202,8 +208,24 @@ def load_sweep_inputs(store: Store, run_id: int | None = None,
                                    None if clip not in speech_tag.index else float(speech_tag[clip]),
                                    tag_threshold=base.tau))
          for clip, h in inputs.clips["human_sounds"].items()}, dtype=bool)
+    selection = _stored_selection(store, run_id)
     return SweepInputs(
         frame=frame, clips=inputs.clips.index, continent=inputs.clips["continent"], speech=speech, base=base,
         reference_candidates=set(stored.index[stored["candidate"]]), reference_polarity=polarity,
         category_overrides=dict(inputs.category_polarity), clip_overrides=inputs.clip_polarity,
+        selection_size=None if selection is None else selection[1],
+        selection_id=None if selection is None else selection[0],
     ), stored["localizability"]
+
+
+def _stored_selection(store: Store, run_id: int) -> tuple[int, int] | None:
+    """(id, number of clips) of the latest selection stored from the run, or None."""
+    from sqlmodel import select
+
+    from storage.models import Selection
+
+    with store.session() as s:
+        row = s.exec(select(Selection).where(Selection.run_id == run_id).order_by(Selection.id.desc())).first()  # type: ignore[union-attr]
+        if row is None:
+            return None
+        return int(row.id), len(row.clip_ids or [])
