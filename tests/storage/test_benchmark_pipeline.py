@@ -21,6 +21,9 @@ from workbench.audio import synth
 
 datasets = pytest.importorskip("datasets", reason="the [share] extra (datasets) is not installed")
 
+# ~15 s on an idle 2-core machine: the gazetteer, the tagger and the fit each load once.
+pytestmark = pytest.mark.slow
+
 
 def load(folder: Path):  # type: ignore[no-untyped-def]
     """``datasets.load_dataset(folder)`` as a user calls it; only its cache goes beside the folder,
