@@ -21,7 +21,7 @@ from workbench.audio import synth
 
 datasets = pytest.importorskip("datasets", reason="the [share] extra (datasets) is not installed")
 
-# ~15 s on an idle 2-core machine: the gazetteer, the tagger and the fit each load once.
+# It loads the gazetteer, a tagger and the datasets library once each: seconds, not milliseconds.
 pytestmark = pytest.mark.slow
 
 
