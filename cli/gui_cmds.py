@@ -16,7 +16,10 @@ from cli.context import app_context, emit_json, require_project, say, show
 from workbench.errors import AglwError
 
 
-SCREENSHOT_VIEWS = ("review", "curation", "map", "selection", "leaderboard", "agreement")
+# Every view: the review window, each cockpit view, the review window with the Events dock or the
+# Error modes tab in front, and guess mode on the map (ui/screenshot.py renders each).
+SCREENSHOT_VIEWS = ("review", "curation", "selection", "map", "leaderboard", "agreement", "jobs", "team",
+                    "events", "error-modes", "guess")
 
 
 def _parse_size(text: str) -> tuple[int, int]:
@@ -64,7 +67,7 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(..., "--out", help="PNG file to write."),
         size: str = typer.Option("1600x1000", "--size", help="Window size WxH."),
         view: str = typer.Option(
-            "review", "--view", help="What to render: review|curation|map|selection|leaderboard|agreement."
+            "review", "--view", help="What to render: " + "|".join(SCREENSHOT_VIEWS) + "."
         ),
         force: bool = typer.Option(False, "--force", help="Replace FILE if it exists."),
     ) -> None:

@@ -13,13 +13,33 @@ from workbench.labels import AnnotatorInfo, LabelService
 from workbench.outputs import check_file_target, output_file
 
 
+def _show_view(window, view: str, size: tuple[int, int]):  # type: ignore[no-untyped-def]
+    """Bring ``view`` to the front in ``window``; returns the widget to grab."""
+    if view == "events":
+        window.spatial_events.dock.show()
+        window.spatial_events.dock.raise_()
+        return window
+    if view == "error-modes":
+        tabs = window.evidence_tabs
+        tabs.setCurrentIndex([tabs.tabText(i) for i in range(tabs.count())].index("Error modes"))
+        return window
+    if view == "guess":
+        window.guess_mode.action.setChecked(True)
+        return window.cockpit.detach("map", size)
+    if view == "review":
+        return window
+    return window.cockpit.detach(view, size)
+
+
 def render_screenshot(db: str, clip_key: str, out: Path, size: tuple[int, int] = (1600, 1000),
                       annotator: str | None = None, view: str = "review", *, overwrite: bool = False) -> Path:
     """Open ``clip_key`` of project ``db`` in the main window and save ``window.grab()`` as PNG.
 
     The clip's audio is loaded synchronously so the picture shows the spectrogram and
-    direction view; nothing is played (a silent sink). ``view`` other than ``review`` saves
-    that cockpit view (curation, map, selection, leaderboard, agreement) instead, with the clip open.
+    direction view; nothing is played (a silent sink). ``view`` (one of the CLI's ``--view`` choices)
+    other than ``review`` saves that cockpit view (curation, selection, map, leaderboard, agreement,
+    jobs, team) or the guess mode's map instead, with the clip open; ``events`` and ``error-modes``
+    save the review window with that panel in front.
 
     Rendering writes nothing to the project: the window sees it as ``annotator`` when that
     expert exists, else as a viewer who is not stored (no annotator row is added). An existing
@@ -42,7 +62,7 @@ def render_screenshot(db: str, clip_key: str, out: Path, size: tuple[int, int] =
         window.open_clip(window.review.clip_id_for_key(clip_key))
         for _ in range(3):
             app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
-        target = window if view == "review" else window.cockpit.detach(view, size)
+        target = _show_view(window, view, size)
         for _ in range(3):
             app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
         picture = target.grab()

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QButtonGroup,
     QComboBox,
     QDialog,
+    QDoubleSpinBox,
     QDialogButtonBox,
     QFormLayout,
     QLabel,
@@ -39,9 +40,21 @@ def _usd(value: float | None) -> str:
     return "unknown (no price in alm.toml)" if value is None else f"${value:,.4f}"
 
 
-def alm_job(store: Store, options: object) -> JobSpec:
-    """The job of one ALM run; notes the answers and cost after each stored group."""
+def alm_job(store: Store, options: object, mode: str = "sync") -> JobSpec:
+    """The job of one ALM run; notes the answers and cost after each stored group.
+
+    ``mode`` ``batch`` submits a Gemini batch instead (as ``aglw alm run --mode batch``); its
+    answers are stored by ``aglw alm run --model NAME --collect`` once the batch has ended."""
     from workbench.alm.runner import AlmRunReport, run_alm
+
+    if mode == "batch":
+        def submit(task: TaskContext) -> str:
+            from workbench.alm.batch import submit_batch
+
+            report = submit_batch(store, options, task=task)  # type: ignore[arg-type]
+            return f"{report.model}: {report.stopped or 'batch submitted'}; collect with aglw alm run --model {report.model} --collect"
+
+        return JobSpec(f"submit a batch to {getattr(options, 'api_model_id', 'ALM')}", submit)
 
     def run(task: TaskContext) -> str:
         def progress(report: AlmRunReport) -> None:
@@ -76,6 +89,19 @@ class AlmRunDialog(QDialog):
         self.concurrency = QSpinBox()
         self.concurrency.setRange(1, 64)
         self.concurrency.setValue(4)
+        # the CLI's --max-cost, --samples and --mode (0 = no cost limit)
+        self.max_cost = QDoubleSpinBox()
+        self.max_cost.setRange(0.0, 100_000.0)
+        self.max_cost.setDecimals(2)
+        self.max_cost.setPrefix("$ ")
+        self.max_cost.setSpecialValueText("no limit")
+        self.max_cost.setToolTip("Refuse a run whose estimate exceeds this; stop once this much is spent")
+        self.samples = QSpinBox()
+        self.samples.setRange(1, 50)
+        self.samples.setToolTip("Answers drawn per clip on purpose (seeds 42, 43, …; the first is the prediction)")
+        self.mode = QComboBox()
+        self.mode.addItem("sync (answers as they arrive)", "sync")
+        self.mode.addItem("batch (Gemini Batch API, half price; collect later)", "batch")
         self.shown_clips = QRadioButton(f"the {len(self.clip_ids)} clips shown in the browser")
         self.all_clips = QRadioButton("all clips of the project")
         (self.shown_clips if self.clip_ids else self.all_clips).setChecked(True)
@@ -102,6 +128,9 @@ class AlmRunDialog(QDialog):
         form.addRow("Base URL", self.base_url)
         form.addRow("Key variable", self.api_key_env)
         form.addRow("Concurrency", self.concurrency)
+        form.addRow("Max cost", self.max_cost)
+        form.addRow("Samples per clip", self.samples)
+        form.addRow("Mode", self.mode)
         form.addRow("Clips", self.shown_clips)
         form.addRow("", self.all_clips)
         layout = QVBoxLayout(self)
@@ -115,6 +144,9 @@ class AlmRunDialog(QDialog):
         self.provider.currentIndexChanged.connect(self._invalidate)
         self.shown_clips.toggled.connect(self._invalidate)
         self.concurrency.valueChanged.connect(self._invalidate)
+        for box in (self.max_cost, self.samples):
+            box.valueChanged.connect(self._invalidate)
+        self.mode.currentIndexChanged.connect(self._invalidate)
 
     def options(self) -> object:
         """The run's options as the dialog stands (``AlmRunOptions``)."""
@@ -128,7 +160,12 @@ class AlmRunDialog(QDialog):
         text = {name: edit.text().strip() or None for name, edit in
                 (("api_model", self.api_model), ("base_url", self.base_url), ("api_key_env", self.api_key_env))}
         return AlmRunOptions(model=self.model.text().strip(), provider=self.provider.currentText(),
-                             clip_keys=keys, concurrency=self.concurrency.value(), **text)
+                             clip_keys=keys, concurrency=self.concurrency.value(),
+                             max_cost=self.max_cost.value() or None, samples=self.samples.value(), **text)
+
+    def run_mode(self) -> str:
+        """``sync`` or ``batch`` (the CLI's ``--mode``)."""
+        return str(self.mode.currentData())
 
     def _invalidate(self, *_args: object) -> None:
         self._estimated_for = None
@@ -149,7 +186,8 @@ class AlmRunDialog(QDialog):
             self._invalidate()
             return False
         batch = "" if report.cost_batch_usd is None else f" (batch {_usd(report.cost_batch_usd)})"
-        lines = [f"{report.requests} request(s) for {report.clips} clip(s); {report.skipped_cached} already answered "
+        lines = [f"{report.requests} request(s) for {report.clips} clip(s) × {report.samples} sample(s); "
+                 f"{report.skipped_cached} already answered "
                  f"(not sent again).",
                  f"Audio {report.audio_seconds / 3600:.2f} h; about {report.input_tokens:,} input and "
                  f"{report.output_tokens:,} output tokens.",
@@ -165,4 +203,4 @@ def start_alm_run(parent: QWidget, store: Store, jobs: JobsPanel, clip_ids: Call
     dialog = AlmRunDialog(store, clip_ids(), parent)
     if dialog.exec() != QDialog.DialogCode.Accepted:
         return False
-    return jobs.start(alm_job(store, dialog.options()))
+    return jobs.start(alm_job(store, dialog.options(), dialog.run_mode()))
