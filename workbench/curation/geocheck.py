@@ -11,9 +11,6 @@ curator judges, helped by the distance to that place and the stated city.
 
 from __future__ import annotations
 
-import contextlib
-import sys
-import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -25,6 +22,7 @@ from sqlalchemy import select
 
 from storage import Store
 from storage.models import Clip, Dataset
+from workbench.gazetteer import reverse_geocode
 from workbench.metrics.core import country_iso
 
 STATUSES = ("match", "mismatch", "unknown_country", "no_coordinates")
@@ -47,19 +45,6 @@ class LocationCheck:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def reverse_geocode(coordinates: list[tuple[float, float]]) -> list[dict[str, str]]:
-    """Nearest GeoNames place of each (lat, lon): keys ``name``, ``admin1``, ``cc``, ``lat``, ``lon``."""
-    if not coordinates:
-        return []
-    import reverse_geocoder
-
-    # The package prints a loading message on stdout (which carries --json
-    # output) and leaves its data file to the garbage collector.
-    with warnings.catch_warnings(), contextlib.redirect_stdout(sys.stderr):
-        warnings.simplefilter("ignore", ResourceWarning)
-        return list(reverse_geocoder.search(coordinates, mode=1))
 
 
 def check_locations(

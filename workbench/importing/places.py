@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from workbench.curation.geocheck import reverse_geocode
+from workbench.gazetteer import reverse_geocode
 from workbench.metrics.continents import continent_of_iso
 
 DERIVABLE = ("country", "continent")

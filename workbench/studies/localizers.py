@@ -122,7 +122,7 @@ def gazetteer_places(positions: list[tuple[float, float]]) -> list[tuple[str | N
     short name (the dataset's naming, e.g. ``Korea, Republic of``) and that country's continent."""
     import pycountry
 
-    from workbench.curation.geocheck import reverse_geocode
+    from workbench.gazetteer import reverse_geocode
     from workbench.metrics.continents import continent_of_iso
 
     places = []

@@ -1,0 +1,25 @@
+"""The offline gazetteer: the nearest populated place of a coordinate (the ``reverse_geocoder``
+package and its bundled GeoNames table of places with ≥ 1,000 inhabitants, single process).
+
+One module for every reader: the location check of the curation, the places an imported dataset
+lacks, and the country of a human localizer's guess.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import warnings
+
+
+def reverse_geocode(coordinates: list[tuple[float, float]]) -> list[dict[str, str]]:
+    """Nearest GeoNames place of each (lat, lon): keys ``name``, ``admin1``, ``cc``, ``lat``, ``lon``."""
+    if not coordinates:
+        return []
+    import reverse_geocoder
+
+    # The package prints a loading message on stdout (which carries --json
+    # output) and leaves its data file to the garbage collector.
+    with warnings.catch_warnings(), contextlib.redirect_stdout(sys.stderr):
+        warnings.simplefilter("ignore", ResourceWarning)
+        return list(reverse_geocoder.search(coordinates, mode=1))
