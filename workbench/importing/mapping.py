@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import InputError
-from workbench.importing.agl1k import check_coordinates, number_field
+from workbench.importing.agl1k import check_coordinates
 
 # clip field (as a mapping names it) -> Clip column
 FIELD_COLUMNS: dict[str, str] = {
@@ -252,9 +252,12 @@ def convert_value(name: str, value: Any, transform: str | None) -> Any:
             if not value.strip():
                 return None
             try:
-                return number_field(value, "", name)
-            except InputError:
+                number = float(value.strip())
+            except ValueError:
                 raise ValueError("not a number") from None
+            if not math.isfinite(number):
+                raise ValueError("not a finite number")
+            return number
         if not isinstance(value, (int, float, Decimal)):
             raise ValueError(f"expected a number, got {_kind(value)}")
         number = float(value)
