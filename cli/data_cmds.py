@@ -22,7 +22,10 @@ if TYPE_CHECKING:
 # Imports of the store, pandas and the importers happen inside the commands: `aglw --help`
 # must not load SQLAlchemy and pandas.
 
-import_app = typer.Typer(help="Import a dataset CSV or ALM result records (all or nothing).", no_args_is_help=True)
+import_app = typer.Typer(
+    help="Import a dataset (AGL1K CSV, a mapped table, a folder of recordings, an hf export) or ALM result records (all or nothing).",
+    no_args_is_help=True,
+)
 
 # Derived from METRIC_KEYS so a new metric shows up here without a second list to update.
 _RATE_KEYS = tuple(k for k in METRIC_KEYS if k.endswith("_acc") or k == "reject_rate" or k.startswith("within_"))
