@@ -19,6 +19,20 @@ from storage.errors import StoreError
 from workbench.config import default_db_location
 from workbench.errors import AglwError
 
+# Help texts are read as Markdown: ``--dir`` shows as code, and "[scale]" stays as written (as rich
+# markup it was swallowed as a style tag). A flag shows no type (typer would print "--json <bool>").
+HELP_MARKUP = "markdown"
+
+
+def _flag_without_type(display_type_rich):  # type: ignore[no-untyped-def]
+    def display(self, ctx):  # type: ignore[no-untyped-def]
+        return None if getattr(self, "is_flag", False) else display_type_rich(self, ctx)
+
+    return display
+
+
+typer.core.TyperOption.display_type_rich = _flag_without_type(typer.core.TyperOption.display_type_rich)  # type: ignore[method-assign]
+
 # The click commands each command module registers, built once per process (tests call
 # ``main`` many times in one process).
 _LOADED: dict[str, dict[str, Any]] = {}
@@ -30,7 +44,7 @@ def _module_commands(module_name: str) -> dict[str, Any]:
         import importlib
 
         module = importlib.import_module(f"cli.{module_name}")
-        holder = typer.Typer()
+        holder = typer.Typer(rich_markup_mode=HELP_MARKUP)
         holder.callback()(lambda: None)  # a callback makes typer build a group, even for one command
         module.register(holder)
         _LOADED[module_name] = dict(typer.main.get_group(holder).commands)
@@ -85,6 +99,7 @@ class LazyGroup(TyperGroup):
 
 
 app = typer.Typer(
+    rich_markup_mode=HELP_MARKUP,
     name="aglw",
     help="AGL Workbench: curate and validate audio geo-localization data.",
     no_args_is_help=True,
@@ -275,7 +290,8 @@ def main(argv: list[str] | None = None) -> int:
     except (AglwError, StoreError) as exc:
         return report_error(str(exc), json_output=json_output)
     except Exception as exc:
-        message = _environment_failure(exc)
+        # click's Abort (end of input at a prompt) is no failure of the program either
+        message = "aborted" if type(exc).__name__ == "Abort" else _environment_failure(exc)
         if message is None:
             raise
         return report_error(message, json_output=json_output)

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import errno
 import os
+import secrets
 import shutil
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -118,6 +118,24 @@ def _mkdirs(folder: Path, target: Path) -> None:
         raise write_failed(target, exc) from exc
 
 
+def _beside(path: Path, suffix: str, *, folder: bool) -> Path:
+    """A new temporary file or folder next to ``path``, with the permissions the user's umask
+    gives a new file (tempfile's are private: an export would end up readable by its owner only)."""
+    for _ in range(100):
+        candidate = path.parent / f".{path.name}.{secrets.token_hex(4)}.part{suffix}"
+        try:
+            if folder:
+                os.mkdir(candidate, 0o777)
+            else:
+                os.close(os.open(candidate, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise write_failed(path, exc) from exc
+        return candidate
+    raise OutputError(f"{path}: no free temporary name beside it; remove the .{path.name}.*.part entries there")
+
+
 def _place(temporary: Path, path: Path, *, force: bool) -> None:
     """Move the finished ``temporary`` to ``path`` (never through a link at ``path``)."""
     if not force:
@@ -145,12 +163,7 @@ def output_file(path: str | Path, *, force: bool, suffix: str = "") -> Iterator[
     """
     path = check_file_target(path, force=force)
     _mkdirs(path.parent, path)
-    try:
-        handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".part{suffix}", dir=path.parent)
-    except OSError as exc:
-        raise write_failed(path, exc) from exc
-    os.close(handle)
-    temporary = Path(name)
+    temporary = _beside(path, suffix, folder=False)
     try:
         yield temporary
         _fsync_path(temporary)
@@ -248,10 +261,7 @@ def output_folder(path: str | Path, *, force: bool, earlier: Callable[[Path], bo
     # absolute, so that "." has a name and a parent to stage beside (links are not resolved)
     path = check_folder_target(Path(os.path.abspath(path)), force=force, earlier=earlier, what=what)
     _mkdirs(path.parent, path)
-    try:
-        staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent))
-    except OSError as exc:
-        raise write_failed(path, exc) from exc
+    staging = _beside(path, "", folder=True)
     try:
         yield staging
         _fsync_tree(staging)

@@ -133,3 +133,16 @@ def test_a_failed_folder_leaves_the_earlier_one_and_no_staging(tmp_path: Path) -
             raise OSError(errno.EROFS, os.strerror(errno.EROFS))
     assert (out / "report.html").read_text() == "earlier"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report"]
+
+
+def test_outputs_get_the_permissions_of_any_new_file(tmp_path: Path) -> None:
+    """Not the private 0600/0700 of a temporary file: an export is shared like any file the user makes."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    plain = tmp_path / "plain.txt"
+    plain.write_text("x")
+    written = outputs.write_text(tmp_path / "out.txt", "x", force=False)
+    with outputs.output_folder(tmp_path / "folder", force=False) as staging:
+        (staging / "a.txt").write_text("a")
+    assert written.stat().st_mode & 0o777 == plain.stat().st_mode & 0o777 == 0o666 & ~umask
+    assert (tmp_path / "folder").stat().st_mode & 0o777 == 0o777 & ~umask
