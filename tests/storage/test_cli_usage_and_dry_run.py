@@ -45,6 +45,8 @@ def bad_choices(d: dict[str, Path]) -> dict[str, list[str] | None]:
     return {
         "metrics": ["--model", ALM, "--profile", "bogus"],
         "leaderboard": ["--by", "country"],
+        "compare": ["--models", f"{ALM},{ALM}", "--profile", "bogus"],
+        "export dataset": [str(out / "hf"), "--format", "bogus"],
         "analyze": [str(d["tone"]), "--layout", "bogus"],
         "direction": [str(d["tone"]), "--layout", "bogus"],
         "analyze-pool": ["--engine", "bogus"],
