@@ -104,3 +104,14 @@ def test_figure_text_is_drawn_literally(name: str) -> None:
     texts = [t for t in fig.findobj(matplotlib.text.Text) if t.get_text()]
     assert any(t.get_text() == escaping.figure_label(name) for t in texts)
     assert all(not t.get_parse_math() for t in texts)
+
+
+def test_escaping_has_one_definition() -> None:
+    """Writers ask workbench/escaping.py; a second LaTeX escape (the old ones missed \\ and ^) fails here."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    own = root / "workbench" / "escaping.py"
+    found = [str(p.relative_to(root)) for folder in ("workbench", "ui", "cli") for p in (root / folder).rglob("*.py")
+             if p != own and re.search(r"textasciitilde|textbackslash|parse_math|usetex", p.read_text(encoding="utf-8"))]
+    assert found == []
