@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -71,7 +71,6 @@ class ExportedClips:
     run: dict[str, Any] | None
     tagger_run_id: int | None
     provenance: list[dict[str, Any]]
-    audio_sizes: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
