@@ -23,7 +23,9 @@ class AnnotatorProgress:
     Attributes
     ----------
     clips_labelled
-        Clips with at least one of the annotator's labels (clip-level or category-level).
+        Clips the annotator has labelled: a stored, not undone, category label, clip judgment,
+        error-mode tag or location guess (:func:`workbench.labels.labelled_pairs`, the one
+        definition study progress uses too).
     clips_rated, clips_decided
         Clips with a 1–5 rating / an accept-reject-unsure decision.
     category_labels
@@ -85,18 +87,21 @@ def annotator_progress(store: Store) -> list[AnnotatorProgress]:
         last = dict(
             conn.execute(select(LabelHistory.annotator_id, func.max(LabelHistory.at)).group_by(LabelHistory.annotator_id)).all()
         )
+        from workbench.labels import labelled_pairs
+
+        pairs = labelled_pairs(s)
     labelled: dict[int, set[int]] = {}
+    for annotator_id, clip_id in pairs:
+        labelled.setdefault(annotator_id, set()).add(clip_id)
     rated: dict[int, int] = {}
     decided: dict[int, int] = {}
     category_counts: dict[int, int] = {}
     for annotator_id, clip_id, rating, decision in clip_label_pairs:
         if rating is None and decision is None:
             continue
-        labelled.setdefault(annotator_id, set()).add(clip_id)
         rated[annotator_id] = rated.get(annotator_id, 0) + (rating is not None)
         decided[annotator_id] = decided.get(annotator_id, 0) + (decision is not None)
-    for annotator_id, clip_id in category_pairs:
-        labelled.setdefault(annotator_id, set()).add(clip_id)
+    for annotator_id, _clip_id in category_pairs:
         category_counts[annotator_id] = category_counts.get(annotator_id, 0) + 1
     return [
         AnnotatorProgress(

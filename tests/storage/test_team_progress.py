@@ -31,3 +31,22 @@ def test_progress_counts_each_annotators_own_labels(any_store) -> None:  # type:
     # clearing the only rating removes the clip from the count
     labels.set_clip_label(ada.id, ids["clip_A"], rating=None, command_id="c6")
     assert {p.name: p for p in annotator_progress(any_store)}["ada"].clips_labelled == 2
+
+
+def test_team_progress_and_study_progress_count_the_same_labels(store) -> None:  # type: ignore[no-untyped-def]
+    """One definition of "labelled" (workbench.labels.labelled_pairs): a guess or an error-mode tag
+    counts, an undone label does not."""
+    from workbench.labels import labelled_pairs
+    from workbench.studies.localizers import GuessService
+
+    ids = build_project(store, WORKED_EXAMPLE)
+    labels = LabelService(store)
+    eve = labels.ensure_annotator("eve")
+    GuessService(store).set_guess(eve.id, ids["clip_A"], latitude=1.0, longitude=2.0)
+    labels.set_clip_label(eve.id, ids["clip_B"], note="odd hum", command_id="n1")
+    labels.set_clip_label(eve.id, ids["clip_C"], rating=3, command_id="r1")
+    labels.set_clip_label(eve.id, ids["clip_C"], rating=None, command_id="r1", action="undo")
+    progress = {p.name: p for p in annotator_progress(store)}["eve"]
+    with store.session() as s:
+        pairs = {c for a, c in labelled_pairs(s) if a == eve.id}
+    assert progress.clips_labelled == len(pairs) == 2 and pairs == {ids["clip_A"], ids["clip_B"]}
