@@ -23,11 +23,13 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from workbench.config import Settings, cache_dir
 from workbench.errors import InputError
+
+if TYPE_CHECKING:
+    import numpy as np  # roll-ups only: reading names (clips show, judgments show) stays free of numpy
 
 N_CLASSES = 527
 UNKNOWN_ROOT = "unknown"
@@ -85,20 +87,35 @@ class Ontology:
     classes: list[AudioSetClass]
     root_ids: list[str]
     source: str | None = None
-    _root_members: np.ndarray = field(init=False, repr=False)
+    _root_classes: list[set[int]] = field(init=False, repr=False)
     _primary_root: dict[str, str] = field(init=False, repr=False)
+    _members: np.ndarray | None = field(init=False, repr=False, default=None)
 
     def __post_init__(self) -> None:
         index_of = {c.id: c.index for c in self.classes}
-        members = np.zeros((len(self.root_ids), len(self.classes)), dtype=bool)
+        root_classes: list[set[int]] = []
         primary: dict[str, str] = {}
-        for row, root in enumerate(self.root_ids):
+        for root in self.root_ids:
+            indices: set[int] = set()
             for node_id in self.descendants(root):
                 primary.setdefault(node_id, self.nodes[root].name)
                 if node_id in index_of:
-                    members[row, index_of[node_id]] = True
-        self._root_members = members
+                    indices.add(index_of[node_id])
+            root_classes.append(indices)
+        self._root_classes = root_classes
         self._primary_root = primary
+
+    @property
+    def _root_members(self) -> np.ndarray:
+        """(roots, classes) bool: which classes count under which root (built on the first roll-up)."""
+        if self._members is None:
+            import numpy as np
+
+            members = np.zeros((len(self.root_ids), len(self.classes)), dtype=bool)
+            for row, indices in enumerate(self._root_classes):
+                members[row, sorted(indices)] = True
+            self._members = members
+        return self._members
 
     @classmethod
     def from_nodes(
@@ -183,7 +200,7 @@ class Ontology:
 
     def roots_of_class(self, class_index: int) -> list[str]:
         """Names of the roots a class counts under (one or more)."""
-        return [self.nodes[r].name for row, r in enumerate(self.root_ids) if self._root_members[row, class_index]]
+        return [self.nodes[r].name for row, r in enumerate(self.root_ids) if class_index in self._root_classes[row]]
 
     def root_rollup(self, probabilities: np.ndarray) -> dict[str, float]:
         """Root name → max probability of its indexed descendants (0.0 when it has none).
@@ -193,6 +210,8 @@ class Ontology:
         probabilities
             Clip probabilities, shaped (527,) in class-index order.
         """
+        import numpy as np
+
         probabilities = self._check(probabilities)
         masked = np.where(self._root_members, probabilities[None, :], 0.0)
         return {name: float(value) for name, value in zip(self.root_names, masked.max(axis=1))}
@@ -205,6 +224,8 @@ class Ontology:
     def _check(self, probabilities: np.ndarray) -> np.ndarray:
         if not self.classes:
             raise ValueError("this ontology was loaded without the class index; roll-ups need class_labels_indices.csv")
+        import numpy as np
+
         array = np.asarray(probabilities, dtype=np.float64)
         if array.shape != (len(self.classes),):
             raise ValueError(f"expected {len(self.classes)} class probabilities, got shape {array.shape}")
