@@ -204,6 +204,9 @@ def test_text_from_data_is_escaped_in_the_card(source, tmp_path):
         for clip in s.execute(select(Clip)).scalars():
             clip.licence = 'CC BY 4.0"\nlicense: mit\n---\n<script>x</script> | a'
             clip.continent = "Europe | <img src=x>"
+        dataset = s.execute(select(Dataset)).scalar_one()
+        dataset.name = "[pool](javascript:alert(1)) `x`"
+        dataset.mapping = {"columns": {"key": "id`) <b>"}}
     out = tmp_path / "card"
     from workbench.curation.hf_export import export_hf
 
@@ -215,6 +218,8 @@ def test_text_from_data_is_escaped_in_the_card(source, tmp_path):
     assert {f["name"] for f in matter["dataset_info"]["features"]} >= {"key", "audio", "latitude", "extra"}
     assert "<script>" not in body and "<img" not in body and "&lt;script&gt;" in body
     assert "| Europe \\| &lt;img src=x&gt; | 3 |" in body
+    assert "**\\[pool\\]\\(javascript:alert\\(1\\)\\) \\`x\\`**" in body and "](javascript" not in body
+    assert '``{"columns": {"key": "id`) <b>"}}``' in body  # a code span holding a backtick stays one span
 
 
 def test_without_the_share_extra_one_line_names_it(source, monkeypatch, capsys):

@@ -92,6 +92,7 @@ _HF_LICENCES = {
 }
 _LICENCE_WORDS = re.compile(r"[\s_\-/]+")
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_INLINE = re.compile(r"([`*_\[\]()#!~])")
 
 
 def hf_licence(names: list[str | None]) -> str:
@@ -184,10 +185,25 @@ def front_matter(name: str, exported: Any, features: Any, num_bytes: int) -> dic
     return matter
 
 
+def _prose(text: object) -> str:
+    """``text`` in Markdown prose or a table cell, shown literally: :func:`~workbench.escaping.markdown`
+    (HTML, ``|``, backslashes) and the inline syntax (emphasis, links, images, code) escaped."""
+    return _INLINE.sub(r"\\\1", markdown(text))
+
+
+def _code(text: object) -> str:
+    """``text`` as a Markdown code span shown literally: fenced by more backticks than it holds
+    (entities are not decoded in a code span, so no HTML escaping), on one line."""
+    body = re.sub(r"[\r\n\u2028\u2029\x85]+", " ", str(text))
+    fence = "`" * (max((len(run) for run in re.findall("`+", body)), default=0) + 1)
+    pad = " " if body.startswith("`") or body.endswith("`") else ""
+    return f"{fence}{pad}{body}{pad}{fence}"
+
+
 def _counts_table(title: str, counts: Counter[Any], n: int) -> list[str]:
     lines = [f"| {title} | clips | share |", "| --- | ---: | ---: |"]
     for value, count in sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0]))):
-        lines.append(f"| {markdown(value)} | {count} | {count / n:.1%} |")
+        lines.append(f"| {_prose(value)} | {count} | {count / n:.1%} |")
     return lines
 
 
@@ -199,10 +215,10 @@ def card_text(name: str, exported: Any, hashes: dict[str, str], made: dict[str, 
               num_bytes: int) -> str:
     """The dataset card: YAML front matter, then the provenance, selection, counts and hashes."""
     rows, n = exported.rows, len(exported.rows)
-    lines = ["---", _yaml(front_matter(name, exported, features, num_bytes)), "---", "", f"# {markdown(name)}", ""]
+    lines = ["---", _yaml(front_matter(name, exported, features, num_bytes)), "---", "", f"# {_prose(name)}", ""]
     lines += [
-        f"{n} audio clips for audio geo-localization, exported by the AGL Workbench ({markdown(made['tool'])} "
-        f"{markdown(made['tool_version'])}) on {markdown(made['exported_at'])}. Every number below counts these "
+        f"{n} audio clips for audio geo-localization, exported by the AGL Workbench ({_prose(made['tool'])} "
+        f"{_prose(made['tool_version'])}) on {_prose(made['exported_at'])}. Every number below counts these "
         f"{n} clips.", "",
         "Load it with `datasets.load_dataset(\"PATH/TO/THIS/FOLDER\")` (split `test`). "
         + ("The recordings are embedded in the Parquet files." if made["embedded_audio"] else
@@ -212,28 +228,28 @@ def card_text(name: str, exported: Any, hashes: dict[str, str], made: dict[str, 
     for source in exported.provenance:
         mapping = source.get("mapping")
         lines.append(
-            f"- dataset **{markdown(source['name'])}**, imported as `{markdown(source['format'])}` from "
-            f"{markdown(source['source'] or 'an unnamed source')}"
-            + (f" (SHA-256 `{markdown(source['source_sha256'])}`)" if source.get("source_sha256") else "")
-            + (f" on {markdown(source['imported_at'])}" if source.get("imported_at") else "")
-            + (f"; mapping: `{markdown(json.dumps(mapping, ensure_ascii=False, sort_keys=True))}`" if mapping else "")
+            f"- dataset **{_prose(source['name'])}**, imported as {_code(source['format'])} from "
+            f"{_prose(source['source'] or 'an unnamed source')}"
+            + (f" (SHA-256 {_code(source['source_sha256'])})" if source.get("source_sha256") else "")
+            + (f" on {_prose(source['imported_at'])}" if source.get("imported_at") else "")
+            + (f"; mapping: {_code(json.dumps(mapping, ensure_ascii=False, sort_keys=True))}" if mapping else "")
         )
     derived = Counter(f for r in rows for f in r.get("derived") or [])
     if derived:
         lines += ["", "Derived, not given by the source (offline gazetteer from the coordinates; column `derived`): "
-                  + ", ".join(f"{markdown(f)} for {c} of {n} clips" for f, c in sorted(derived.items())) + "."]
+                  + ", ".join(f"{_prose(f)} for {c} of {n} clips" for f, c in sorted(derived.items())) + "."]
     lines += ["", "## Selection", ""]
     if exported.selection:
         s = exported.selection
         lines.append(f"Selection {s['id']} of size {s['size']} from curation run {s['run_id']}; parameters: "
-                     f"`{markdown(json.dumps(s['parameters'], ensure_ascii=False, sort_keys=True))}`.")
+                     f"{_code(json.dumps(s['parameters'], ensure_ascii=False, sort_keys=True))}.")
     else:
         lines.append("No selection: " + ("the whole dataset." if len(exported.provenance) == 1 else "chosen clips."))
     if exported.run:
         r = exported.run
         lines.append(f"Curation values (`localizability`, `candidate`, `quality_flags`) from curation run {r['id']} "
-                     f"(input fingerprint `{markdown(r['input_fingerprint'])}`; parameters "
-                     f"`{markdown(json.dumps(r['parameters'], ensure_ascii=False, sort_keys=True))}`).")
+                     f"(input fingerprint {_code(r['input_fingerprint'])}; parameters "
+                     f"{_code(json.dumps(r['parameters'], ensure_ascii=False, sort_keys=True))}).")
     if exported.tagger_run_id is not None:
         lines.append(f"Tags from tagger run {exported.tagger_run_id}.")
     lines += ["", f"## Counts (n = {n})", ""]
@@ -244,9 +260,9 @@ def card_text(name: str, exported: Any, hashes: dict[str, str], made: dict[str, 
     if without:
         lines += [f"{without} of {n} clips have no recording in this export (`audio` is null).", ""]
     lines += ["## Columns", ""]
-    lines += [f"- `{markdown(c)}`: {markdown(DESCRIPTIONS.get(c, ''))}" for c in exported.columns]
+    lines += [f"- {_code(c)}: {_prose(DESCRIPTIONS.get(c, ''))}" for c in exported.columns]
     lines += ["", "## Files and hashes (SHA-256)", ""]
-    lines += [f"- `{markdown(path)}`: `{digest}`" for path, digest in sorted(hashes.items())]
+    lines += [f"- {_code(path)}: `{digest}`" for path, digest in sorted(hashes.items())]
     lines += ["", "`croissant.json` describes the same record set in Croissant 1.0.", ""]
     return "\n".join(lines)
 
