@@ -70,6 +70,7 @@ def register(app: typer.Typer) -> None:
             "failed": [{"key": key, "error": error} for key, error in summary.failed],
             "flag_counts": summary.flag_counts(),
             "flags": summary.flags,
+            "aci_pool": summary.aci_pool,
         }
         if folder is not None:
             payload["files"] = [
@@ -87,6 +88,10 @@ def register(app: typer.Typer) -> None:
             counts = ", ".join(f"{name} {n}" for name, n in sorted(payload["flag_counts"].items())) or "none"
             show(f"{summary.measured} measured, {summary.skipped} already measured, {len(summary.failed)} failed, "
                  f"{len(summary.no_audio)} without audio; flagged: {counts}")
+            pool = summary.aci_pool
+            if pool and pool.get("cut_off") is not None:
+                show(f"low_complexity is relative to the pool: ACI below {pool['cut_off']:.4g}, the "
+                     f"{pool['percentile']:g}th percentile of {pool['clips']} {pool['what']}")
             if folder is not None:
                 for entry in payload["files"]:
                     if entry["error"] is None:

@@ -233,3 +233,19 @@ def test_without_ray_the_engine_names_the_extra_to_install(pool, monkeypatch) ->
     with pytest.raises(AglwError, match=r"pip install 'agl-workbench\[scale\]'"):
         analyze_pool(store, engine="ray")
     assert analyze_pool(store, engine="local").measured == 12  # the embedded default needs nothing
+
+
+def test_the_aci_cut_off_names_the_pool_it_was_computed_on(pool) -> None:  # type: ignore[no-untyped-def]
+    """low_complexity is relative to the pool: the summary says which pool, which percentile, which cut-off."""
+    import numpy as np
+
+    from workbench.audio.quality import aci_percentile
+
+    store, media = pool
+    folder = analyze_pool(folder=media)
+    measured = [row.aci for row in folder.rows if row.ok]
+    assert folder.aci_pool == {"clips": 12, "percentile": 2.0, "cut_off": aci_percentile(measured),
+                               "what": "files of this folder run with a measured ACI"}
+    project = analyze_pool(store)
+    assert project.aci_pool["what"] == "analysed clips of the project with a measured ACI"
+    assert project.aci_pool["clips"] > 0 and np.isfinite(project.aci_pool["cut_off"])

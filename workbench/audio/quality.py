@@ -122,6 +122,16 @@ def aci_percentile(pool_aci: np.ndarray | list[float], percentile: float = 2.0) 
     return float(np.percentile(values, percentile)) if values.size else None
 
 
+def aci_pool(pool_aci: np.ndarray | list[float], what: str, percentile: float = 2.0) -> dict[str, object]:
+    """The pool a low-complexity cut-off was computed on: how many clips, which percentile, the
+    cut-off itself. The flag is relative to the pool (a clip flagged in a 2-clip project may pass
+    in a folder of 1,000), so every output of it says which pool."""
+    values = np.asarray(pool_aci, dtype=np.float64)
+    values = values[np.isfinite(values)]
+    return {"clips": int(values.size), "percentile": float(percentile), "cut_off": aci_percentile(values, percentile),
+            "what": what}
+
+
 def quality_flags(
     metrics: QualityMetrics,
     aci_p2: float | None,

@@ -43,6 +43,8 @@ class PoolSummary:
     failed: list[tuple[str, str]] = field(default_factory=list)
     rows: list[Measurement] = field(default_factory=list)  # folder mode: every measured file
     flags: dict[str, list[str]] = field(default_factory=dict)  # key -> failed filters
+    # the pool the low-complexity (ACI) cut-off was computed on: clips, percentile, cut_off, what
+    aci_pool: dict[str, Any] | None = None
     shards_stored: int = 0
     analysed_keys: set[str] = field(default_factory=set)  # project mode: requested clips with audio
 
@@ -291,3 +293,10 @@ def _finish(store: Any | None, folder: Path | None, summary: PoolSummary) -> Poo
 def finite(value: float) -> float | None:
     """JSON has no NaN or infinity: those become null."""
     return value if isinstance(value, float) and math.isfinite(value) else None
+    from workbench.audio.quality import aci_pool
+
+        summary.aci_pool = aci_pool([row.aci for row in summary.rows if row.ok],
+                                    "files of this folder run with a measured ACI")
+        with store.session() as s:
+            values = [v for v in s.exec(select(ClipQuality.aci)).all() if v is not None]
+        summary.aci_pool = aci_pool(values, "analysed clips of the project with a measured ACI")
