@@ -29,6 +29,19 @@ def _table(columns: list[str], rows: list[list[Any]]):  # type: ignore[no-untype
     return table
 
 
+def _quality_line(q: dict) -> str:
+    """The quality metrics as a reader writes them down, with the absolute filters they fail
+    (low_complexity is relative to the pool: `aglw fit` and the review window show it)."""
+    from workbench.audio.quality import QualityMetrics, quality_flags
+    from workbench.formatting import db, ratio, score
+
+    values = [q.get(k) for k in ("rms_dbfs", "spectral_flatness", "clipping_ratio", "aci")]
+    flags = quality_flags(QualityMetrics(*values), None) if all(v is not None for v in values) else []
+    shown = f"flags: {', '.join(flags)}" if flags else "no quality flags"
+    return (f"quality: rms {db(q['rms_dbfs'])}, flatness {ratio(q['spectral_flatness'])}, "
+            f"clipping {ratio(q['clipping_ratio'])}, ACI {score(q['aci'])}; {shown}")
+
+
 @clips_app.command("list")
 def clips_list(
     ctx: typer.Context,
@@ -90,8 +103,7 @@ def clips_show(ctx: typer.Context, key: str = typer.Argument(..., help="The clip
                      f"layout {audio['layout'] or 'unknown'}")
     if record["quality"]:
         q = record["quality"]
-        lines.append(f"quality: rms {q['rms_dbfs']} dBFS, flatness {q['spectral_flatness']}, "
-                     f"clipping {q['clipping_ratio']}, ACI {q['aci']}")
+        lines.append(_quality_line(q))
     if record["tags"]:
         top = ", ".join(f"{t['name'] or t['id']} {t['probability']:.2f}" for t in record["tags"][:10])
         lines.append(f"tags ({record['tagger']['model']}): {top}")

@@ -60,6 +60,17 @@ def _optional_int(value: Optional[str], name: str, choices: tuple[int, ...] = ()
     return number
 
 
+def _value(value: object) -> str:
+    """A label value as a reader writes it down: none for empty, text as it is (no Python repr)."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, str):
+        return f'"{value}"' if value == "" or value != value.strip() else value
+    return str(value)
+
+
 def _labelling(ctx: typer.Context) -> tuple[LabelService, AnnotatorInfo]:
     """The label service of the project and the annotator who labels (created on first use)."""
     from workbench.labels import LabelService
@@ -131,7 +142,11 @@ def label_set(
             polarity=_optional_choice(polarity, POLARITIES, "--polarity"),
             expected_version=expect_version,
         )
-    _acknowledge(ctx, change, f"{annotator.name}: {clip} {category} {change.new}")
+    from workbench.project import category_names
+
+    name = category_names(service.store).get(category)
+    fields = ", ".join(f"{field} {_value(value)}" for field, value in change.new.items())
+    _acknowledge(ctx, change, f"{annotator.name}: {clip}, {name + ' (' + category + ')' if name else category}: {fields}")
 
 
 @label_app.command("clip")
@@ -157,7 +172,8 @@ def label_clip(
             note=_optional_text(note),
             expected_version=expect_version,
         )
-    _acknowledge(ctx, change, f"{annotator.name}: {clip} {change.new}")
+    _acknowledge(ctx, change, f"{annotator.name}: {clip}: "
+                 + ", ".join(f"{field} {_value(value)}" for field, value in change.new.items()))
 
 
 @label_app.command("polarity")
@@ -178,7 +194,11 @@ def label_polarity(
         change = service.set_category_polarity(
             annotator.id, category, None if value is UNSET else value, expected_version=expect_version  # type: ignore[arg-type]
         )
-    _acknowledge(ctx, change, f"{annotator.name}: {category} polarity {change.new['polarity']}")
+    from workbench.project import category_names
+
+    name = category_names(service.store).get(category)
+    _acknowledge(ctx, change, f"{annotator.name}: {name + ' (' + category + ')' if name else category} "
+                              f"polarity {_value(change.new['polarity'])}")
 
 
 @label_app.command("history")
@@ -226,6 +246,12 @@ def label_history(
         }
         for e in entries
     ]
+    # The version each label has now, beside its latest edit (what `--expect-version` takes).
+    latest: dict[tuple, int] = {}
+    for index, e in enumerate(entries):
+        latest[(e.entity, e.annotator_id, e.clip_id, e.category_id)] = index
+    for (entity, annotator, clip_id_, category_id), index in latest.items():
+        rows[index]["current_version"] = service.stored_version(entity, annotator, clip_id_, category_id)
     if app.json:
         emit_json(rows)
         return
@@ -234,9 +260,10 @@ def label_history(
         if row["category_id"]:
             category = f" {row['category']} ({row['category_id']})" if row["category"] else f" {row['category_id']}"
         clip_text = f" {row['clip']}" if row["clip"] else ""
+        version = f"  [now version {row['current_version']}]" if "current_version" in row else ""
         show(
             f"{row['at']}  {row['annotator']}  {row['entity']}{clip_text}{category} {row['field']}: "
-            f"{row['old']!r} -> {row['new']!r} ({row['action']})"
+            f"{_value(row['old'])} -> {_value(row['new'])} ({row['action']}){version}"
         )
 
 

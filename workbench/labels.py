@@ -457,6 +457,21 @@ class LabelService:
             rows = s.exec(query.order_by(CategoryPolarity.category_id, CategoryPolarity.annotator_id))
             return [PolarityView(r.annotator_id, r.category_id, r.polarity, r.version, r.updated_at) for r in rows]
 
+    def stored_version(self, entity: str, annotator_id: int, clip_id: int | None, category_id: str | None) -> int:
+        """The version the label row of a history entry has now (0: no row), as ``--expect-version`` wants it.
+
+        ``category_id`` is the history row's: the category, or the flag name of a quality overrule."""
+        spec = _SPECS.get(entity)
+        if spec is None:
+            return 0
+        values = {"annotator_id": annotator_id, "clip_id": clip_id, "category_id": category_id, "flag": category_id}
+        query = select(spec.model.version)  # type: ignore[attr-defined]
+        for name in spec.key_fields:
+            query = query.where(getattr(spec.model, name) == values[name])
+        with self.store.session() as s:
+            version = s.exec(query).first()
+        return int(version or 0)
+
     def history(
         self,
         *,
