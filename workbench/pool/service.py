@@ -283,20 +283,24 @@ def analyze_pool(
 
 
 def _finish(store: Any | None, folder: Path | None, summary: PoolSummary) -> PoolSummary:
+    from workbench.audio.quality import aci_pool
+
     if folder is not None:
         summary.flags = _folder_flags(summary.rows)
+        summary.aci_pool = aci_pool([row.aci for row in summary.rows if row.ok],
+                                    "files of this folder run with a measured ACI")
     elif store is not None:
+        from sqlmodel import select
+
+        from storage.models import ClipQuality
+
         summary.flags = _project_flags(store, summary.analysed_keys)
+        with store.session() as s:
+            values = [v for v in s.exec(select(ClipQuality.aci)).all() if v is not None]
+        summary.aci_pool = aci_pool(values, "analysed clips of the project with a measured ACI")
     return summary
 
 
 def finite(value: float) -> float | None:
     """JSON has no NaN or infinity: those become null."""
     return value if isinstance(value, float) and math.isfinite(value) else None
-    from workbench.audio.quality import aci_pool
-
-        summary.aci_pool = aci_pool([row.aci for row in summary.rows if row.ok],
-                                    "files of this folder run with a measured ACI")
-        with store.session() as s:
-            values = [v for v in s.exec(select(ClipQuality.aci)).all() if v is not None]
-        summary.aci_pool = aci_pool(values, "analysed clips of the project with a measured ACI")
