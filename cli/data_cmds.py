@@ -136,8 +136,12 @@ def export_hf_folder(
     keys = [k.strip() for k in clips.split(",") if k.strip()] if clips is not None else None
     if selection is not None and selection != "latest" and not selection.isdigit():
         raise typer.BadParameter(f"--selection {selection!r}: use 'latest' or a selection id")
-    result = export_hf(app.store(), out, dataset=dataset, keys=keys, selection=selection, embed_audio=embed_audio,
-                       force=force, url=url)
+    store = app.store()
+    result = run_task(
+        f"exporting to {out.name}",
+        lambda task: export_hf(store, out, dataset=dataset, keys=keys, selection=selection, embed_audio=embed_audio,
+                               force=force, url=url, task=task),
+    ).value
     if app.json:
         emit_json({"out": str(result.out), "n_rows": result.n_rows, "files": result.files,
                    "embedded_audio": result.embedded, "without_audio": result.without_audio,

@@ -267,3 +267,22 @@ def test_an_embedded_path_out_of_the_media_root_is_never_written(source):
         store_b.dispose()
     assert not (source["tmp"] / "escaped.wav").exists()
     assert any("outside the media root" in p for p in report.problems) and report.counts["audio_written"] == 2
+
+
+def test_a_cancelled_export_leaves_the_target_as_it_was(source):
+    from workbench.curation.hf_export import export_hf
+    from workbench.tasks import TaskCancelled, TaskContext, TaskEvent
+
+    out = source["tmp"] / "bench"
+    export_hf(source["store"], out, keys=["se-001"])
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+
+    def cancel_after_the_first_clip(event: TaskEvent) -> None:
+        if event.kind == "item":
+            context.cancel()
+
+    context = TaskContext(cancel_after_the_first_clip)
+    with pytest.raises(TaskCancelled):
+        export_hf(source["store"], out, force=True, task=context)
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert sorted(p.name for p in out.parent.iterdir() if p.name.startswith(".bench")) == []

@@ -30,6 +30,7 @@ from storage.models import Clip, CurationClipResult, Dataset, Tag
 from workbench.errors import AglwError
 from workbench.media import clip_audio, dataset_roots
 from workbench.speech import SPEECH_CLASS_ID, SPEECH_TAG_THRESHOLD, is_speech_clip
+from workbench.tasks import TaskContext
 
 SPLIT = "test"  # a benchmark is for evaluation
 TOP_TAGS = 5
@@ -261,8 +262,21 @@ def _audio_value(row: dict[str, Any], embed: bool) -> dict[str, Any] | None:
     return {"bytes": file.read_bytes() if embed else None, "path": relative}
 
 
-def write_shards(folder: Path, exported: ExportedClips, *, embed: bool) -> Iterator[tuple[str, str, int]]:
-    """Write the Parquet files under ``folder/data``; yields (relative path, SHA-256, Arrow bytes) of each."""
+def write_shards(
+    folder: Path, exported: ExportedClips, *, embed: bool, task: TaskContext | None = None
+) -> Iterator[tuple[str, str, int]]:
+    """Write the Parquet files under ``folder/data``; yields (relative path, SHA-256, Arrow bytes) of each.
+
+    Each clip is one item of ``task``; a cancel stops before the next clip (the caller's staging
+    folder is then dropped, so nothing reaches the target)."""
+    task = task or TaskContext()
+
+    def record(row: dict[str, Any]) -> dict[str, Any]:
+        task.check_cancel()
+        values = {c: (_audio_value(row, embed) if c == "audio" else row.get(c)) for c in exported.columns}
+        task.item_done(str(row["key"]))
+        return values
+
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -271,7 +285,7 @@ def write_shards(folder: Path, exported: ExportedClips, *, embed: bool) -> Itera
     (folder / DATA).mkdir()
     for index, shard in enumerate(shards):
         name = f"{DATA}/{SPLIT}-{index:05d}-of-{len(shards):05d}.parquet"
-        records = [{c: (_audio_value(r, embed) if c == "audio" else r.get(c)) for c in exported.columns} for r in shard]
+        records = [record(r) for r in shard]
         table = pa.Table.from_pylist(records, schema=schema)
         pq.write_table(table, folder / name)
         digest = hashlib.sha256((folder / name).read_bytes()).hexdigest()
@@ -288,6 +302,7 @@ def export_hf(
     embed_audio: bool = True,
     force: bool = False,
     url: str | None = None,
+    task: TaskContext | None = None,
 ) -> HfExportResult:
     """Write the Hugging Face dataset folder ``out`` (see the module doc).
 
@@ -305,6 +320,8 @@ def export_hf(
         Replace an earlier export at ``out``.
     url
         Where the dataset will be published (Croissant's ``url``), when known.
+    task
+        Progress (one item per clip) and cancel: a cancelled export leaves the target as it was.
 
     Raises
     ------
@@ -322,10 +339,12 @@ def export_hf(
         raise AglwError("--clips and --selection choose the clips two ways; give one")
     target = check_folder_target(Path(out), force=force, earlier=_is_earlier_export, what="Hugging Face export")
     exported = gather(store, dataset=dataset, keys=keys, selection=selection)
+    task = task or TaskContext()
+    task.set_total(len(exported.rows))
     made = {"tool": "aglw", "tool_version": workbench.__version__,
             "exported_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "embedded_audio": embed_audio, "url": url}
     with output_folder(target, force=force, earlier=_is_earlier_export, what="Hugging Face export") as folder:
-        files = {name: (digest, size) for name, digest, size in write_shards(folder, exported, embed=embed_audio)}
+        files = {name: (digest, size) for name, digest, size in write_shards(folder, exported, embed=embed_audio, task=task)}
         hashes = {name: digest for name, (digest, _) in files.items()}
         num_bytes = sum(size for _, size in files.values())
         (folder / CROISSANT).write_text(
