@@ -107,12 +107,12 @@ class SelectionView(QWidget):
         self.decisions.itemActivated.connect(lambda item: self.clipActivated.emit(item.data(KEY_ROLE)))
         self.chosen = QListWidget()
         self.chosen.itemActivated.connect(lambda item: self.clipActivated.emit(item.data(KEY_ROLE)))
-        self.message = QLabel("")
-        self.message.setTextFormat(Qt.TextFormat.PlainText)
         # every clip with an expert accept that the selection left out, with why (select's JSON says the same)
         self.left_out = QListWidget()
         self.left_out.setWordWrap(True)
         self.left_out.itemActivated.connect(lambda item: self.clipActivated.emit(item.data(KEY_ROLE)))
+        self.message = QLabel("")
+        self.message.setTextFormat(Qt.TextFormat.PlainText)
         self.message.setWordWrap(True)
         lists = QHBoxLayout()
         for title, widget in (("Expert accepts / rejects", self.decisions), ("Selected clips", self.chosen),
@@ -223,11 +223,6 @@ class SelectionView(QWidget):
             item = QListWidgetItem(key)
             item.setData(KEY_ROLE, key)
             self.chosen.addItem(item)
-        self.export_button.setEnabled(True)
-        self._mark_stored(result.selection_id)
-        self._fill_counts()
-
-    def build(self) -> SelectionResult | None:
         self.left_out.clear()
         hidden = getattr(self, "decisions_hidden", None)
         if hidden is not None:  # the reasons name expert accepts: hidden with them
@@ -237,6 +232,11 @@ class SelectionView(QWidget):
             item.setData(KEY_ROLE, str(entry["key"]))
             item.setToolTip(entry["reason"])
             self.left_out.addItem(item)
+        self.export_button.setEnabled(True)
+        self._mark_stored(result.selection_id)
+        self._fill_counts()
+
+    def build(self) -> SelectionResult | None:
         """Select (and store) ``size`` clips from the chosen run, as ``aglw select`` does."""
         run_id = self.run.currentData()
         try:
