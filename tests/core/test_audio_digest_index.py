@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from workbench.audio import clip_open
+from workbench.audio import clip_open, digests
 from workbench.audio import loader
 from workbench.audio.pyramid_cache import wait_for_cache_writes
 from workbench.audio.spectrogram import SpectrogramParams
@@ -26,42 +26,42 @@ def counted_hashes(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
         return real(path)
 
     monkeypatch.setattr(loader, "content_hash", counting)
-    monkeypatch.setattr(clip_open, "_digest_memo", type(clip_open._digest_memo)())  # noqa: SLF001 - a new session
+    monkeypatch.setattr(digests, "_digest_memo", type(digests._digest_memo)())  # noqa: SLF001 - a new session
     return calls
 
 
 def _new_session(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(clip_open, "_digest_memo", type(clip_open._digest_memo)())  # noqa: SLF001
+    monkeypatch.setattr(digests, "_digest_memo", type(digests._digest_memo)())  # noqa: SLF001
 
 
 def test_a_later_session_knows_the_digest_without_hashing(tmp_path, monkeypatch, counted_hashes) -> None:  # type: ignore[no-untyped-def]
     path = tmp_path / "a.wav"
     sf.write(path, np.zeros(800, dtype=np.float32), 8000)
-    assert clip_open.known_digest(path) is None
-    digest = clip_open.file_digest(path)
+    assert digests.known_digest(path) is None
+    digest = digests.file_digest(path)
     assert digest == loader.content_hash(path) and len(counted_hashes) == 2
     _new_session(monkeypatch)
-    assert clip_open.known_digest(path) == digest
-    assert clip_open.file_digest(path) == digest and len(counted_hashes) == 2  # not hashed again
+    assert digests.known_digest(path) == digest
+    assert digests.file_digest(path) == digest and len(counted_hashes) == 2  # not hashed again
 
     sf.write(path, np.ones(800, dtype=np.float32) * 0.5, 8000)  # changed content...
     stat = path.stat()
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))  # ...and mtime
     _new_session(monkeypatch)
-    assert clip_open.known_digest(path) is None
-    assert clip_open.file_digest(path) == loader.content_hash(path) != digest
+    assert digests.known_digest(path) is None
+    assert digests.file_digest(path) == loader.content_hash(path) != digest
 
 
 def test_a_damaged_index_entry_is_ignored(tmp_path, monkeypatch, counted_hashes) -> None:  # type: ignore[no-untyped-def]
     path = tmp_path / "a.wav"
     sf.write(path, np.zeros(800, dtype=np.float32), 8000)
-    digest = clip_open.file_digest(path)
+    digest = digests.file_digest(path)
     entries = list((Path(os.environ["AGLW_CACHE_DIR"]) / "digests").iterdir())
     assert len(entries) == 1
     entries[0].write_text("not a digest", encoding="ascii")
     _new_session(monkeypatch)
-    assert clip_open.known_digest(path) is None
-    assert clip_open.file_digest(path) == digest
+    assert digests.known_digest(path) is None
+    assert digests.file_digest(path) == digest
 
 
 def test_a_new_file_is_hashed_beside_the_transform_and_cached(tmp_path, monkeypatch, counted_hashes) -> None:  # type: ignore[no-untyped-def]

@@ -1,4 +1,4 @@
-"""analyze_clip stores clip properties and quality; the analyze / fetch-audio CLI commands."""
+"""The pool step stores clip properties and quality; the analyze / fetch-audio CLI commands; opening a clip."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from sqlmodel import select
 
 from storage.models import Clip, ClipQuality, Dataset, MediaRoot
 from workbench.audio.loader import AudioError
-from workbench.audio.service import analyze_clip, analyze_file, pool_quality_flags
+from workbench.audio.service import analyze_file, pool_quality_flags
+from workbench.pool.service import analyze_pool
 from cli.main import main
 
 
@@ -44,39 +45,42 @@ def project(store, tmp_path: Path):  # type: ignore[no-untyped-def]
     return store, ids, media
 
 
-def test_analyze_clip_stores_properties_and_quality(project) -> None:  # type: ignore[no-untyped-def]
-    store, ids, media = project
-    result = analyze_clip(store, ids["loud"])
-    assert result.recomputed and result.layout == "binaural" and result.n_channels == 2
-    assert result.quality.rms_dbfs == pytest.approx(20 * math.log10(0.5 / math.sqrt(2)), abs=0.05)
+def _quality(store, clip_id):  # type: ignore[no-untyped-def]
     with store.session() as s:
-        clip = s.get(Clip, ids["loud"])
-        quality = s.exec(select(ClipQuality).where(ClipQuality.clip_id == ids["loud"])).one()
+        return s.get(Clip, clip_id), s.exec(select(ClipQuality).where(ClipQuality.clip_id == clip_id)).one()
+
+
+def test_the_pool_step_stores_properties_and_quality(project) -> None:  # type: ignore[no-untyped-def]
+    """One clip through the pool step (the product's one analysis of stored clips)."""
+    store, ids, media = project
+    result = analyze_pool(store, clip_keys=["loud"])
+    assert result.measured == 1 and result.skipped == 0
+    clip, quality = _quality(store, ids["loud"])
     assert (clip.sample_rate, clip.n_channels, clip.layout) == (8000, 2, "binaural")
     assert clip.duration_s == pytest.approx(1.0)
-    assert quality.content_hash == clip.content_hash == result.content_hash
-    assert quality.rms_dbfs == pytest.approx(result.quality.rms_dbfs)
-    again = analyze_clip(store, ids["loud"])
-    assert not again.recomputed and again.quality.aci == pytest.approx(result.quality.aci)
-    _tone(media / "loud.wav", 0.05)  # the file changed: the hash differs, so it is recomputed
-    changed = analyze_clip(store, ids["loud"])
-    assert changed.recomputed and changed.quality.rms_dbfs < result.quality.rms_dbfs - 15
+    assert quality.rms_dbfs == pytest.approx(20 * math.log10(0.5 / math.sqrt(2)), abs=0.05)
+    assert quality.content_hash == clip.content_hash
+    first_rms, first_aci = quality.rms_dbfs, quality.aci
+    again = analyze_pool(store, clip_keys=["loud"])
+    assert again.measured == 0 and again.skipped == 1  # the same content: nothing decoded again
+    assert _quality(store, ids["loud"])[1].aci == pytest.approx(first_aci)
+    _tone(media / "loud.wav", 0.05)  # the file changed: the hash differs, so it is measured again
+    changed = analyze_pool(store, clip_keys=["loud"])
+    assert changed.measured == 1 and _quality(store, ids["loud"])[1].rms_dbfs < first_rms - 15
     with store.session() as s:
         assert len(s.exec(select(ClipQuality)).all()) == 1
 
 
-def test_analyze_clip_refuses_escapes_and_flags_the_pool(project) -> None:  # type: ignore[no-untyped-def]
+def test_the_pool_step_refuses_escapes_and_flags_the_pool(project) -> None:  # type: ignore[no-untyped-def]
     store, ids, _ = project
-    with pytest.raises(AudioError, match="refused"):
-        analyze_clip(store, ids["escape"])
-    analyze_clip(store, ids["loud"])
-    with pytest.raises(AudioError, match="no audio linked.*media link"):
-        analyze_clip(store, ids["quiet"])  # the one rule: mp3name alone is not audio until linked
+    result = analyze_pool(store, clip_keys=["escape", "loud", "quiet"])
+    # the one rule: a path out of the media roots is never read, and mp3name alone is not audio until linked
+    assert sorted(result.no_audio) == ["escape", "quiet"] and result.measured == 1
     from workbench.media import link_media
 
     assert [entry["key"] for entry in link_media(store).linked] == ["quiet"]
-    quiet = analyze_clip(store, ids["quiet"])
-    assert quiet.layout == "mono"
+    assert analyze_pool(store, clip_keys=["quiet"]).measured == 1
+    assert _quality(store, ids["quiet"])[0].layout == "mono"
     flags = pool_quality_flags(store)
     assert "low_level" in flags[ids["quiet"]] and "low_level" not in flags[ids["loud"]]
 

@@ -458,7 +458,7 @@ def test_a_clip_open_decodes_its_file_once(monkeypatch, demo_store) -> None:  # 
     import workbench.audio.loader as loader
     from tests.support.decodes import count_decodes
     from ui import workers
-    from workbench.audio import clip_open
+    from workbench.audio import digests
     from workbench.audio.direction import analyze_samples, direction_image
     from workbench.audio.pyramid_cache import compute_pyramids, wait_for_cache_writes
     from workbench.audio.spectrogram import SpectrogramParams
@@ -472,7 +472,7 @@ def test_a_clip_open_decodes_its_file_once(monkeypatch, demo_store) -> None:  # 
         return real_hash(*args, **kwargs)
 
     monkeypatch.setattr(loader, "content_hash", digest)
-    monkeypatch.setattr(clip_open, "_digest_memo", type(clip_open._digest_memo)())  # noqa: SLF001 - fresh memo
+    monkeypatch.setattr(digests, "_digest_memo", type(digests._digest_memo)())  # noqa: SLF001 - fresh memo
     decodes = count_decodes(monkeypatch)
     request = workers.AudioRequest(1, detail.clip_id, detail.audio_path, detail.layout, SpectrogramParams())
     result = workers.load_clip_audio(request, threading.Event(), lambda partial: events.append(partial.stage))

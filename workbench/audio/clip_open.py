@@ -8,16 +8,14 @@ and the direction analysis as they arrive. The spectrogram is handed over as soo
 caller says it is on screen (``resume``, at most :data:`RESUME_TIMEOUT_S`), so a decode does not
 compete with that paint for the CPU. The direction analysis and the cache write start only then.
 
-The digest index lives here too: a file's content hash remembered per (path, size, mtime), so a
-clip opened in an earlier session finds its pyramid cache entry without hashing the whole file.
+The file's content hash (the pyramid cache key) comes from the digest index
+(:mod:`workbench.audio.digests`), so a clip opened in an earlier session finds its cache entry
+without hashing the whole file.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +28,7 @@ from workbench.audio.direction.view import (
     no_direction_image,
     unavailable_note,
 )
+from workbench.audio.digests import file_digest, known_digest
 from workbench.audio.spectrogram import SpectrogramParams, SpectrogramPyramid, WaveformEnvelope
 from workbench.errors import AglwError
 
@@ -68,86 +67,6 @@ class AudioResult:
 
 
 RESUME_TIMEOUT_S = 0.5
-_DIGEST_MEMO_SIZE = 4096
-_digest_memo: OrderedDict[tuple[str, int, int], str] = OrderedDict()
-_digest_lock = threading.Lock()
-
-
-def _stat_key(path: Path) -> tuple[str, int, int] | None:
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return None
-    return (os.path.abspath(path), stat.st_size, stat.st_mtime_ns)
-
-
-def _index_file(key: tuple[str, int, int]) -> Path:
-    from workbench.config import cache_dir
-
-    name = hashlib.sha256("\0".join(map(str, key)).encode("utf-8", "surrogateescape")).hexdigest()[:40]
-    return cache_dir() / "digests" / name
-
-
-def _remember(key: tuple[str, int, int], digest: str) -> None:
-    with _digest_lock:
-        _digest_memo[key] = digest
-        _digest_memo.move_to_end(key)
-        while len(_digest_memo) > _DIGEST_MEMO_SIZE:
-            _digest_memo.popitem(last=False)
-
-
-def known_digest(path: Path) -> str | None:
-    """The file's content hash if it was hashed before with the same path, size and mtime.
-
-    Looked up in this session's memo, then in the digest index under the user cache (one small
-    file per path, size and mtime), so a clip opened in an earlier session reopens from the
-    pyramid cache without hashing the whole file again (a 180 s 4-channel WAV is ~140 MB).
-    None when unknown: the file is new here, or changed.
-    """
-    key = _stat_key(path)
-    if key is None:
-        return None
-    with _digest_lock:
-        digest = _digest_memo.get(key)
-        if digest is not None:
-            _digest_memo.move_to_end(key)
-            return digest
-    try:
-        digest = _index_file(key).read_text(encoding="ascii").strip()
-    except (OSError, UnicodeDecodeError):
-        return None
-    if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
-        return None  # damaged: hash again
-    _remember(key, digest)
-    return digest
-
-
-def file_digest(path: Path) -> str:
-    """The file's content hash (the pyramid cache key), hashed once per (path, size, mtime).
-
-    A changed file has another size or mtime and is hashed again. The digest is remembered
-    for this session and in the digest index (see :func:`known_digest`).
-    """
-    from workbench.audio.loader import content_hash
-
-    known = known_digest(path)
-    if known is not None:
-        return known
-    key = _stat_key(path)
-    digest = content_hash(path)  # raises the loader's clear error for a missing file
-    if key is not None:
-        _remember(key, digest)
-        index = _index_file(key)
-        try:
-            index.parent.mkdir(parents=True, exist_ok=True)
-            staging = index.with_name(f".{index.name}.{os.getpid()}.{threading.get_ident()}")
-            staging.write_text(digest, encoding="ascii")
-            os.replace(staging, index)
-        except OSError:
-            pass  # a read-only cache: the session memo still has it
-    return digest
-
-
 def _direction_view(request: AudioRequest, opened: OpenedAudio) -> DirectionImage:
     """The direction view of an opened clip, or a note saying why there is none."""
     if opened.direction is None:

@@ -1,21 +1,20 @@
-"""Audio services: analyse a file, analyse a stored clip (storing its properties and quality),
-open a clip for review (one decode feeds the spectrogram pyramid, the direction map and playback)."""
+"""Audio services: analyse a file, store a clip's properties and quality (the pool step's one
+writer), the pool-relative quality flags, open a clip without the GUI (one decode feeds the
+spectrogram pyramid, the direction map and playback)."""
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sqlmodel import select
 
 from storage import Store
-from storage.models import Clip, ClipQuality, MediaRoot
+from storage.models import Clip, ClipQuality
 from workbench.audio.layout import detect_layout
-from workbench.audio.loader import AudioError, content_hash, load_audio
+from workbench.audio.loader import content_hash, load_audio
 from workbench.audio.opening import OpenedAudio, open_audio
 from workbench.audio.quality import (
     DEFAULT_THRESHOLDS,
@@ -27,7 +26,6 @@ from workbench.audio.quality import (
 )
 from workbench.audio.pyramid_cache import cached_pyramids, store_pyramids
 from workbench.audio.spectrogram import SpectrogramParams, SpectrogramPyramid, WaveformEnvelope
-from workbench.errors import InputError
 
 _hash_file = content_hash  # open_clip's parameter of the same name would hide it
 
@@ -74,102 +72,6 @@ def analyze_file(path: str | Path, *, layout: str | None = None, description: st
         "flags": quality_flags(metrics, aci_p2=None),
         "non_finite_samples": audio.non_finite_samples,
     }
-
-
-@dataclass(frozen=True)
-class ClipAnalysis:
-    """What analysing one stored clip found (and stored)."""
-
-    clip_id: int
-    key: str
-    path: Path
-    content_hash: str
-    duration_s: float
-    sample_rate: int
-    n_channels: int
-    layout: str
-    quality: QualityMetrics
-    recomputed: bool
-
-
-def _media_roots(store: Store, dataset_id: int) -> list[Path]:
-    with store.session() as s:
-        rows = s.exec(select(MediaRoot).where(MediaRoot.dataset_id == dataset_id)).all()
-    return [Path(row.path) for row in rows]
-
-
-def analyze_clip(
-    store: Store, clip_id: int, media_roots: Sequence[Path] | None = None, *, force: bool = False
-) -> ClipAnalysis:
-    """Analyse a clip's recording and store its audio properties and quality metrics.
-
-    The file is found under the media roots (refusing paths that escape them). When the file's
-    content hash equals the one stored with its quality metrics, nothing is decoded again
-    unless ``force``. Clip properties and :class:`~storage.models.ClipQuality` are written in one
-    transaction.
-
-    Parameters
-    ----------
-    store
-        The project.
-    clip_id
-        The clip's primary key.
-    media_roots
-        Where recordings may be read; default: the media roots of the clip's dataset.
-    force
-        Recompute even if the stored metrics match the file.
-
-    Raises
-    ------
-    InputError
-        Unknown clip, no audio path, or an unusable file (:class:`AudioError`).
-    """
-    with store.session() as s:
-        clip = s.get(Clip, clip_id)
-        if clip is None:
-            raise InputError(f"no clip with id {clip_id} in this project")
-        stored_quality = s.exec(select(ClipQuality).where(ClipQuality.clip_id == clip_id)).first()
-    from workbench.media import clip_audio
-
-    roots = list(media_roots) if media_roots is not None else _media_roots(store, clip.dataset_id)
-    status = clip_audio(clip.key, clip.audio_path, roots)
-    if not status.ok or status.path is None:
-        raise AudioError(status.message or f"clip {clip.key!r}: no audio")
-    path = status.path
-    file_hash = content_hash(path)
-    if (
-        not force
-        and stored_quality is not None
-        and stored_quality.content_hash == file_hash
-        and clip.content_hash == file_hash
-        and clip.sample_rate is not None
-        and stored_quality.rms_dbfs is not None
-    ):
-        metrics = QualityMetrics(
-            rms_dbfs=stored_quality.rms_dbfs,
-            spectral_flatness=stored_quality.spectral_flatness or 0.0,
-            clipping_ratio=stored_quality.clipping_ratio or 0.0,
-            aci=stored_quality.aci or 0.0,
-        )
-        return ClipAnalysis(
-            clip_id, clip.key, path, file_hash, clip.duration_s or 0.0, clip.sample_rate,
-            clip.n_channels or 0, clip.layout or "", metrics, recomputed=False,
-        )
-    # Metrics use the mono mix only; mixing while loading keeps memory to one channel.
-    audio = load_audio(path, mono=True)
-    metrics = quality_metrics(audio.samples, audio.sample_rate)
-    layout = detect_layout(audio.info.n_channels, clip.description)
-    duration_s = audio.samples.shape[0] / audio.sample_rate
-    with store.write() as s:
-        if not write_clip_analysis(
-            s, clip_id, sample_rate=audio.sample_rate, n_channels=audio.info.n_channels, duration_s=duration_s,
-            layout=layout, content_hash=file_hash, metrics=metrics,
-        ):
-            raise InputError(f"clip {clip.key!r} was deleted while it was being analysed")
-    return ClipAnalysis(
-        clip_id, clip.key, path, file_hash, duration_s, audio.sample_rate,
-        audio.info.n_channels, layout, metrics, recomputed=True,
-    )
 
 
 def write_clip_analysis(

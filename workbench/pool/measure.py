@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 # Column order of a measurement row (also the Parquet shard schema).
@@ -61,13 +62,14 @@ def measure_item(item: PoolItem) -> Measurement:
     Never raises for a bad recording: a file that cannot be decoded becomes a
     :class:`Measurement` with ``error`` set, so one bad clip never stops a pool job.
     """
+    from workbench.audio.digests import file_digest
     from workbench.audio.layout import detect_layout
-    from workbench.audio.loader import audio_info, content_hash, load_audio
+    from workbench.audio.loader import audio_info, load_audio
     from workbench.audio.quality import quality_metrics
     from workbench.errors import AglwError
 
     try:
-        digest = content_hash(item.path)
+        digest = file_digest(Path(item.path))  # remembered in the digest index: the next run only stats it
         info = audio_info(item.path)
         # Metrics use the mono mix only; mixing while loading keeps memory to one channel.
         audio = load_audio(item.path, mono=True)

@@ -85,13 +85,25 @@ def project_items(store: Any, clip_keys: Sequence[str] | None, *, force: bool) -
         if status is None or not status.ok or status.path is None:
             no_audio.append(key)
             continue
-        # Stored metrics of the same content are kept (the local analyse command's rule); the hash
-        # on the clip is the one written with them, so a replaced file is measured again.
-        if not force and stored_hash is not None and analysed.get(clip_id) == stored_hash:
+        # Stored metrics of the same content are kept: the file's hash (from the digest index, by
+        # path, size and mtime; hashed when not seen so) is the one the metrics were written with.
+        # A replaced file has another hash and is measured again.
+        if (not force and stored_hash is not None and analysed.get(clip_id) == stored_hash
+                and _current_hash(status.path) == stored_hash):
             already.append(key)
             continue
         items.append(PoolItem(key=key, path=str(status.path), clip_id=clip_id, description=description or ""))
     return items, no_audio, len(already), already
+
+
+def _current_hash(path: Path) -> str | None:
+    from workbench.audio.digests import file_digest
+    from workbench.errors import AglwError
+
+    try:
+        return file_digest(path)
+    except AglwError:
+        return None  # gone since the check: measured, and the measurement says why
 
 
 def _store_shard(store: Any, rows: Sequence[Measurement]) -> None:
