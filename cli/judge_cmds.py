@@ -18,6 +18,22 @@ def _split(values: list[str] | None) -> list[str] | None:
     return items or None
 
 
+def _say_skipped(skipped: list, *, verbose: bool) -> None:  # type: ignore[type-arg]
+    """One line per reason with its count (1,440 lines of the same reason helped nobody); ``-v``
+    lists every skipped clip as well."""
+    from collections import Counter
+
+    if not skipped:
+        return
+    reasons = Counter(item.reason for item in skipped)
+    listed = verbose
+    say(f"skipped {len(skipped):,} clip(s): " + "; ".join(f"{reason} ({count:,})" for reason, count in reasons.most_common())
+        + ("" if listed else " (-v lists them)"))
+    if listed:
+        for item in skipped:
+            say(f"  skipped {item.key}: {item.reason}")
+
+
 def _money(value: float | None) -> str:
     return "n/a (no price in judges.toml)" if value is None else f"${value:,.4f}"
 
@@ -107,8 +123,7 @@ def register(app: typer.Typer) -> None:
                       f"output tokens, sync {_money(total['cost_sync_usd'])}, batch {_money(total['cost_batch_usd'])}\n")
             if report.answered_before:
                 out.write(f"{report.answered_before} requests are already answered and would not be sent (--force sends them)\n")
-            for skipped in report.skipped:
-                say(f"skipped {skipped.key}: {skipped.reason}")
+            _say_skipped(report.skipped, verbose=bool(ctx.find_root().params.get("verbose")))
             return
         try:
             if collect:
@@ -148,8 +163,7 @@ def register(app: typer.Typer) -> None:
             show(line)
             for failure in summary.failures[:10]:
                 show(f"  failed {failure['clip']}: {failure['reason']}")
-        for skipped in report.skipped:
-            say(f"skipped {skipped.key}: {skipped.reason}")
+        _say_skipped(report.skipped, verbose=bool(ctx.find_root().params.get("verbose")))
         show(f"total cost {_money(report.total_cost_usd)}")
         if failed:
             say(f"aglw: {failed} judge request(s) failed (stored with their reasons; `aglw judge` resends them)")
