@@ -202,18 +202,27 @@ def export_selection_command(
 def check_locations_command(
     ctx: typer.Context,
     dataset: Optional[str] = typer.Option(None, "--dataset", help="Only this dataset (by name)."),
+    aliases: Optional[str] = typer.Option(
+        None, "--aliases", help="Country alias table (TOML; default: country_aliases.toml in the configuration "
+                                "folder, if there). Template: resources/country_aliases.toml."),
 ) -> None:
-    """List clips whose coordinates fall outside their stated country (offline reverse geocoding)."""
+    """List clips whose coordinates fall outside their stated country (offline reverse geocoding).
+
+    A labelling convention the dataset follows on purpose (AGL1K files Taiwan under China) is
+    accepted once in a country alias table: its clips are counted as matches under the alias.
+    """
     from workbench.curation.geocheck import location_report
 
     app = app_context(ctx)
-    report = location_report(app.store(), dataset=dataset)
+    report = location_report(app.store(), dataset=dataset, aliases_path=aliases)
     if app.json:
         emit_json(report.to_dict())
         return
     counts = report.counts
     show(
-        f"{report.n_checked} clips checked: {counts['match']} match, {counts['mismatch']} mismatch, "
+        f"{report.n_checked} clips checked: {counts['match']} match, "
+        + (f"{counts['alias']} match under an alias, " if report.aliases_file else "")
+        + f"{counts['mismatch']} mismatch, "
         f"{counts['unknown_country']} unknown country names, {counts['no_coordinates']} without coordinates"
     )
     for check in report.mismatches:
@@ -223,6 +232,10 @@ def check_locations_command(
         )
     for check in report.unknown_country:
         show(f"  {check.key}: country {check.country!r} has no ISO code")
+    if report.aliases_file:
+        show(f"country aliases from {report.aliases_file}:")
+        for alias, count in report.alias_counts.items():
+            show(f"  {alias}: {count} clip(s) affected")
 
 
 def register(app: typer.Typer) -> None:

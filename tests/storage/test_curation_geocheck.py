@@ -25,7 +25,7 @@ def test_report_lists_the_vatican_mismatch_and_bad_rows(store) -> None:  # type:
             s.add(Clip(dataset_id=dataset.id, key=key, latitude=lat, longitude=lon, country=country, city=city))
     report = location_report(store)
     assert report.n_checked == 6
-    assert report.counts == {"match": 2, "mismatch": 2, "unknown_country": 1, "no_coordinates": 1}
+    assert report.counts == {"match": 2, "alias": 0, "mismatch": 2, "unknown_country": 1, "no_coordinates": 1}
     mismatches = {c.key: c for c in report.mismatches}
     assert set(mismatches) == {"rome_as_vatican", "berlin_as_france"}
     assert (mismatches["rome_as_vatican"].stated_iso, mismatches["rome_as_vatican"].geocoded_iso) == ("VA", "IT")

@@ -12,7 +12,8 @@ curator judges, helped by the distance to that place and the stated city.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,10 +23,11 @@ from sqlalchemy import select
 
 from storage import Store
 from storage.models import Clip, Dataset
+from workbench.country_aliases import CountryAlias, alias_for, load_country_aliases
 from workbench.gazetteer import reverse_geocode
 from workbench.metrics.core import country_iso
 
-STATUSES = ("match", "mismatch", "unknown_country", "no_coordinates")
+STATUSES = ("match", "alias", "mismatch", "unknown_country", "no_coordinates")
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,7 @@ class LocationCheck:
     nearest_place_km: float | None
     city_matches_nearest: bool | None
     status: str
+    alias: str | None = None  # the accepted convention (e.g. "CN covers TW") a status "alias" follows
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -52,6 +55,7 @@ def check_locations(
     *,
     to_iso: Callable[[Any], str | None] = country_iso,
     geocode: Callable[[list[tuple[float, float]]], list[dict[str, str]]] = reverse_geocode,
+    aliases: tuple[CountryAlias, ...] = (),
 ) -> list[LocationCheck]:
     """Check every clip's coordinates against its stated country.
 
@@ -63,12 +67,15 @@ def check_locations(
         Country name → ISO 3166-1 alpha-2 code (None when unknown).
     geocode
         Reverse geocoder (see :func:`reverse_geocode`).
+    aliases
+        Accepted labelling conventions (:mod:`workbench.country_aliases`): a clip whose
+        coordinates fall in a country its stated country covers gets status ``alias``.
 
     Returns
     -------
     list of LocationCheck
         One per clip, in input order; ``status`` is one of ``match``,
-        ``mismatch``, ``unknown_country`` (the stated country has no ISO
+        ``alias`` (a mismatch under an accepted alias), ``mismatch``, ``unknown_country`` (the stated country has no ISO
         code) or ``no_coordinates``.
     """
     latitude = pd.to_numeric(clips["latitude"], errors="coerce").to_numpy(dtype=float)
@@ -89,10 +96,13 @@ def check_locations(
         lat, lon = float(latitude[index]), float(longitude[index])
         distance = Geodesic.WGS84.Inverse(lat, lon, float(place["lat"]), float(place["lon"]), Geodesic.DISTANCE)
         geocoded = place.get("cc") or None
+        alias = alias_for(stated, geocoded, aliases)
         if stated is None:
             status = "unknown_country"
+        elif geocoded == stated:
+            status = "match"
         else:
-            status = "match" if geocoded == stated else "mismatch"
+            status = "alias" if alias is not None else "mismatch"
         city_match = None
         if isinstance(row.city, str) and row.city.strip():
             city_match = row.city.strip().casefold() == str(place.get("name", "")).casefold()
@@ -102,6 +112,7 @@ def check_locations(
                 stated_iso=stated, geocoded_iso=geocoded, nearest_place=place.get("name"),
                 nearest_admin1=place.get("admin1") or None, nearest_place_km=distance["s12"] / 1000.0,
                 city_matches_nearest=city_match, status=status,
+                alias=alias.describe() if alias is not None and status == "alias" else None,
             )
         )
     return results
@@ -114,28 +125,43 @@ class LocationReport:
     mismatches: list[LocationCheck]
     unknown_country: list[LocationCheck]
     no_coordinates: list[LocationCheck]
+    aliased: list[LocationCheck] = field(default_factory=list)
+    aliases_file: str | None = None
+    alias_counts: dict[str, int] = field(default_factory=dict)  # alias → clips it affects
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "n_checked": self.n_checked,
             "counts": self.counts,
+            "aliases_file": self.aliases_file,
+            "alias_counts": self.alias_counts,
+            "aliased": [c.to_dict() for c in self.aliased],
             "mismatches": [c.to_dict() for c in self.mismatches],
             "unknown_country": [c.to_dict() for c in self.unknown_country],
             "no_coordinates": [c.to_dict() for c in self.no_coordinates],
         }
 
 
-def location_report(store: Store, *, dataset: str | None = None) -> LocationReport:
-    """Check every clip of the project (or of one dataset, by name) and list the problems."""
+def location_report(store: Store, *, dataset: str | None = None,
+                    aliases_path: str | Path | None = None) -> LocationReport:
+    """Check every clip of the project (or of one dataset, by name) and list the problems.
+
+    The alias table is ``aliases_path`` or the configuration folder's (see
+    :func:`workbench.country_aliases.load_country_aliases`); each alias's count of clips is reported."""
+    aliases, source = load_country_aliases(aliases_path)
     query = select(Clip.key, Clip.latitude, Clip.longitude, Clip.country, Clip.city).order_by(Clip.id)
     if dataset is not None:
         query = query.join(Dataset, Dataset.id == Clip.dataset_id).where(Dataset.name == dataset)
     with store.session() as s:
         rows = s.execute(query).all()
     frame = pd.DataFrame(rows, columns=["key", "latitude", "longitude", "country", "city"])
-    checks = check_locations(frame) if len(frame) else []
+    checks = check_locations(frame, aliases=aliases) if len(frame) else []
     counts = {status: sum(c.status == status for c in checks) for status in STATUSES}
+    alias_counts = {a.describe(): sum(c.alias == a.describe() for c in checks) for a in aliases}
     return LocationReport(
+        aliased=[c for c in checks if c.status == "alias"],
+        aliases_file=None if source is None else str(source),
+        alias_counts=alias_counts,
         n_checked=len(checks),
         counts=counts,
         mismatches=[c for c in checks if c.status == "mismatch"],
