@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -218,11 +219,17 @@ class OpenAIProvider:
                 "name": "location", "strict": True, "schema": RESPONSE_SCHEMA}}
         return params
 
-    def ask(self, request: AlmRequest) -> AlmReply:
+    def ask(self, request: AlmRequest, *, on_body: Callable[[bytes], None] | None = None) -> AlmReply:
+        """Send once; ``on_body`` gets the response's raw body before the SDK parses it (the journal)."""
         import openai
 
         try:
-            completion = self.client.chat.completions.create(**self._params(request))
+            if on_body is None:
+                completion = self.client.chat.completions.create(**self._params(request))
+            else:
+                raw = self.client.chat.completions.with_raw_response.create(**self._params(request))
+                on_body(raw.content)
+                completion = raw.parse()
         except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
             raise RunStopped(f"{self._where} refused the API key (HTTP {exc.status_code}); check the key "
                              "(environment or keyring). The run stopped; rerun to resume") from None
@@ -244,6 +251,22 @@ class OpenAIProvider:
             # The SDK chokes this way on an HTTP 200 whose body is not the API's JSON.
             raise AnswerError(f"the API's answer could not be read ({type(exc).__name__}); is --base-url "
                               "(or a proxy) answering instead of the API?") from None
+        return self._reply(completion)
+
+    def reply_from_body(self, body: str) -> AlmReply:
+        """The reply a journaled raw body holds (parsed as the SDK would)."""
+        import json
+
+        import openai
+
+        try:
+            data = json.loads(body)
+            completion = openai.types.chat.ChatCompletion.model_validate(data)
+        except ValueError:
+            raise AnswerError(_not_the_api(body)) from None
+        return self._reply(completion)
+
+    def _reply(self, completion: Any) -> AlmReply:
         if isinstance(completion, (str, bytes)) or not hasattr(completion, "choices"):
             raise AnswerError(_not_the_api(completion))
         if not completion.choices:

@@ -46,7 +46,7 @@ from workbench.alm.plan import (
 from workbench.alm.providers import AlmProvider, AlmReply, AlmRequest, AnswerError, make_provider, read_audio
 from workbench.errors import InputError
 from workbench.llm.engine import NOT_SENT, Campaign, GaveUp, RetryPolicy, write_waiting
-from workbench.llm.errors import RunStopped, Unreachable
+from workbench.llm.errors import RunStopped, Unreachable, takes_body_hook
 from workbench.llm.journal import Journal
 from workbench.llm.urls import safe_url
 from workbench.tasks import TaskCancelled, TaskContext
@@ -116,6 +116,9 @@ class AlmQuestions:
         self._billed_lock = threading.Lock()
         self.job_id: int | None = report.job_id
         self._opened: tuple[int, int] | None = None
+        # Providers that hand over the raw body before parsing it get it journaled at once.
+        self.raw_bodies = provider is not None and takes_body_hook(getattr(provider, "ask", None)) \
+            and hasattr(provider, "reply_from_body")
         self.campaign: Campaign[AlmItem, AlmOutcome] | None = None
 
     # ------------------------------------------------------------------ the kind
@@ -160,9 +163,11 @@ class AlmQuestions:
         request = AlmRequest(item.clip.key, self.plan.prompt, audio, self.options.api_model_id, self.plan.entry, seed)
         try:
             call = campaign.request(
-                planned_key, lambda: provider.ask(request),
+                planned_key,
+                (lambda keep: provider.ask(request, on_body=keep)) if self.raw_bodies  # type: ignore[call-arg]
+                else (lambda _keep: provider.ask(request)),
                 lambda reply: {"reply": _reply_record(reply), "audio": audio.record(reply.transport)},
-                note={"fingerprint": item.fingerprint, "cache_key": item.cache_key})
+                note={"fingerprint": item.fingerprint, "cache_key": item.cache_key, "audio": audio.record("inline")})
         except GaveUp as exc:
             return AlmOutcome(item, "failed", exc.reason, attempts=exc.attempts)
         except AnswerError as exc:
@@ -174,9 +179,14 @@ class AlmQuestions:
         entry = entries[-1]
         if entry.get("fingerprint") and entry.get("cache_key"):
             item = replace(item, fingerprint=entry["fingerprint"], cache_key=entry["cache_key"])
-        if "failure" in entry:
-            return AlmOutcome(item, "failed", str(entry["failure"]), attempts=int(entry.get("attempts") or 0))
-        reply = AlmReply(**entry["reply"])
+        if "reply" in entry:
+            reply = AlmReply(**entry["reply"])
+        else:  # the raw body, journaled before the SDK parsed it
+            try:
+                reply = self.provider.reply_from_body(entry["body"])  # type: ignore[union-attr]
+            except AnswerError as exc:
+                return AlmOutcome(item, "failed", str(exc), attempts=int(entry.get("attempts") or 1),
+                                  audio=entry.get("audio"))
         return self.outcome(item, reply, entry.get("audio") or {}, attempts=int(entry.get("attempts") or 1),
                             latency_s=entry.get("latency_s"), discount=float(entry.get("discount") or self.discount))
 

@@ -8,9 +8,10 @@ is left after the retries comes out as :class:`ProviderCallError`, an authentica
 
 from __future__ import annotations
 
+import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -286,9 +287,26 @@ class AnthropicProvider:
         except ProviderCallError as exc:
             raise ProviderCallError(f"reading the models list failed: {exc}") from None
 
-    def complete(self, request: JudgeRequest) -> ProviderReply:
-        message = self._call(self.client.messages.create, **self._params(request))
+    def complete(self, request: JudgeRequest, *, on_body: Callable[[bytes], None] | None = None) -> ProviderReply:
+        """Send one request; ``on_body`` gets the raw body before the SDK parses it (the journal)."""
+        if on_body is None:
+            message = self._call(self.client.messages.create, **self._params(request))
+        else:
+            raw = self._call(self.client.messages.with_raw_response.create, **self._params(request))
+            on_body(raw.read())
+            message = self._call(raw.parse)
         return _anthropic_reply(_expect_object(message, "content", "a Message"))
+
+    def reply_from_body(self, body: str) -> ProviderReply:
+        """The reply a journaled raw body holds."""
+        import anthropic
+
+        try:
+            message = anthropic.types.Message.model_validate(json.loads(body))
+        except ValueError:
+            _expect_object(body, "content", "a Message")
+            raise ProviderCallError("malformed response: the body is not a Message") from None
+        return _anthropic_reply(message)
 
     def count_tokens(self, request: JudgeRequest) -> int | None:
         params = self._params(request)
@@ -369,7 +387,8 @@ class OpenAICompatibleProvider:
         """Close the HTTP client's connection pool (idempotent)."""
         self.client.close()
 
-    def _request(self, method: str, path: str, payload: dict[str, Any] | None = None) -> dict[str, Any]:
+    def _request(self, method: str, path: str, payload: dict[str, Any] | None = None,
+                 on_body: Callable[[bytes], None] | None = None) -> dict[str, Any]:
         import httpx2
 
         last_problem = "no attempt made"
@@ -402,6 +421,8 @@ class OpenAICompatibleProvider:
                 continue
             if response.status_code >= 400:
                 raise ProviderCallError(redact(f"HTTP {response.status_code}: {response.text[:300]}", [self._secret]))
+            if on_body is not None:
+                on_body(response.content)
             try:
                 return response.json()
             except ValueError:
@@ -411,7 +432,8 @@ class OpenAICompatibleProvider:
     def list_models(self) -> set[str]:
         return {str(m.get("id")) for m in self._request("GET", "/v1/models").get("data", [])}
 
-    def complete(self, request: JudgeRequest) -> ProviderReply:
+    def complete(self, request: JudgeRequest, *, on_body: Callable[[bytes], None] | None = None) -> ProviderReply:
+        """Send one request; ``on_body`` gets the raw body before it is read (the journal)."""
         body = self._request(
             "POST",
             "/v1/chat/completions",
@@ -427,7 +449,19 @@ class OpenAICompatibleProvider:
                     "json_schema": {"name": "attribution", "strict": True, "schema": request.schema},
                 },
             },
+            on_body=on_body,
         )
+        return self._reply(body)
+
+    def reply_from_body(self, body: str) -> ProviderReply:
+        """The reply a journaled raw body holds."""
+        try:
+            data = json.loads(body)
+        except ValueError:
+            raise ProviderCallError("malformed response: the body is not JSON") from None
+        return self._reply(data)
+
+    def _reply(self, body: Any) -> ProviderReply:
         try:
             choice = body["choices"][0]
             message = choice.get("message") or {}

@@ -49,7 +49,7 @@ from workbench.attribution.schema import output_schema
 from workbench.errors import InputError
 from workbench.tagging.ontology import Ontology
 from workbench.llm.engine import Campaign, RetryPolicy, write_waiting
-from workbench.llm.errors import RunStopped
+from workbench.llm.errors import RunStopped, takes_body_hook
 from workbench.llm.journal import Journal, JournalBusy
 from workbench.llm.urls import safe_url
 from workbench.tasks import TaskCancelled, TaskContext
@@ -218,6 +218,8 @@ class JudgeQuestions:
         self.project, self.config, self.plan, self.provider = store, config, plan, provider
         self.run, self.summary = run, summary
         self.schema = output_schema()
+        # Providers that hand over the raw body before parsing it get it journaled at once.
+        self.raw_bodies = takes_body_hook(getattr(provider, "complete", None)) and hasattr(provider, "reply_from_body")
 
     def key(self, item: PlannedRequest) -> str:
         return item.fingerprint
@@ -227,18 +229,27 @@ class JudgeQuestions:
 
     def work(self, campaign: Campaign[PlannedRequest, JudgeOutcome], item: PlannedRequest) -> JudgeOutcome:
         def send(number: int, request: JudgeRequest) -> ProviderReply:
-            return campaign.request(item.fingerprint, lambda: self.provider.complete(request),
-                                    lambda reply: {"reply": _reply_record(reply)},
-                                    note={"number": number, "max_tokens": request.judge.max_tokens}).reply
+            return campaign.request(
+                item.fingerprint,
+                (lambda keep: self.provider.complete(request, on_body=keep)) if self.raw_bodies  # type: ignore[call-arg]
+                else (lambda _keep: self.provider.complete(request)),
+                lambda reply: {"reply": _reply_record(reply)},
+                note={"number": number, "max_tokens": request.judge.max_tokens}).reply
 
         return JudgeOutcome(item, judge_one_clip(self.provider, self.plan.judge, item.prompt, self.schema, send=send))
 
     def replay(self, item: PlannedRequest, entries: list[dict[str, Any]]) -> JudgeOutcome:
         attempts = []
         for entry in entries:
-            reply = _reply_from_record(entry["reply"])
+            number = int(entry.get("number") or len(attempts) + 1)
+            try:
+                reply = _reply_from_record(entry["reply"]) if "reply" in entry \
+                    else self.provider.reply_from_body(entry["body"])  # type: ignore[attr-defined]
+            except ProviderCallError as exc:
+                attempts.append(Attempt(number, None, None, str(exc)))
+                continue
             check, failure = evaluate_reply(reply, item.prompt, int(entry.get("max_tokens") or self.plan.judge.max_tokens))
-            attempts.append(Attempt(int(entry.get("number") or len(attempts) + 1), reply, check, failure))
+            attempts.append(Attempt(number, reply, check, failure))
         return JudgeOutcome(item, attempts)
 
     def failed(self, item: PlannedRequest, reason: str) -> JudgeOutcome:

@@ -210,12 +210,15 @@ class Campaign(Generic[Item, Outcome]):
     def halted(self) -> bool:
         return self.stop.is_set() or self.task.cancelled
 
-    def request(self, key: str, send: Callable[[], Reply], record: Callable[[Reply], dict[str, Any]],
-                *, note: dict[str, Any] | None = None) -> Call[Reply]:
+    def request(self, key: str, send: Callable[[Callable[[bytes], None]], Reply],
+                record: Callable[[Reply], dict[str, Any]], *, note: dict[str, Any] | None = None) -> Call[Reply]:
         """Send one request with the engine's retries; the reply is journaled before it is returned.
 
-        The journal entry is ``note`` plus the attempts, the latency and ``record(reply)`` (a dict
-        the kind reads back in :meth:`QuestionKind.replay`).
+        ``send(keep_body)`` sends once; a provider that can hands the response's raw body to
+        ``keep_body`` before its SDK parses it, and the body is journaled at once (an SDK's first
+        parse in a process can take longer than the kill it must survive). Otherwise the entry is
+        ``record(reply)`` once the reply is parsed. Either way the entry holds ``note`` and the
+        attempts, and the kind reads it back in :meth:`QuestionKind.replay`.
 
         Raises
         ------
@@ -233,8 +236,14 @@ class Campaign(Generic[Item, Outcome]):
             with self._count_lock:
                 self.requests_sent += 1
             started = time.monotonic()
+            kept: list[bool] = []
+
+            def keep_body(body: bytes, attempts: int = attempts) -> None:
+                kept.append(True)
+                self.keep(key, {**(note or {}), "attempts": attempts, "body": body.decode("utf-8", "replace")})
+
             try:
-                reply = send()
+                reply = send(keep_body)
             except AnswerError as exc:
                 # A provider that retries by itself (the judges' SDK) reports an unreached server so.
                 if getattr(exc, "connection", False) and self.replies == 0:
@@ -254,7 +263,8 @@ class Campaign(Generic[Item, Outcome]):
             latency = time.monotonic() - started
             with self._count_lock:
                 self.replies += 1
-            self.keep(key, {**(note or {}), "attempts": attempts, "latency_s": latency, **record(reply)})
+            if not kept:
+                self.keep(key, {**(note or {}), "attempts": attempts, "latency_s": latency, **record(reply)})
             return Call(reply, attempts, latency)
 
     def keep(self, key: str, entry: dict[str, Any]) -> None:

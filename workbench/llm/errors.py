@@ -74,6 +74,16 @@ def retry_after(response: object) -> float | None:
         return None
 
 
+def takes_body_hook(method: object) -> bool:
+    """Whether a provider's ``ask``/``complete`` accepts ``on_body`` (the raw body, before parsing)."""
+    import inspect
+
+    try:
+        return "on_body" in inspect.signature(method).parameters  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+
+
 class Provider(Protocol):
     """What every backend asked by the engine offers; the question kinds add their ``ask``."""
 
@@ -84,4 +94,4 @@ class Provider(Protocol):
         ...
 
 
-__all__ = ["AnswerError", "Provider", "RetryableError", "RunStopped", "Unreachable", "not_reached", "retry_after"]
+__all__ = ["AnswerError", "Provider", "RetryableError", "RunStopped", "Unreachable", "not_reached", "retry_after", "takes_body_hook"]

@@ -26,6 +26,7 @@ from storage.models import JudgeErrorMode
 from workbench.attribution.config import JudgeConfig
 from workbench.attribution.prompts import COT_END, RenderedPrompt, load_template, request_fingerprint
 from workbench.errors import InputError
+from workbench.llm.errors import takes_body_hook
 from workbench.studies.error_modes import ErrorModeService, canonical_modes, wrong_answers
 from workbench.studies.taxonomy import MODES
 
@@ -145,6 +146,8 @@ class ErrorModeQuestions:
                  counts: dict[str, Any]) -> None:
         self.project, self.judge, self.provider = store, judge, provider
         self.alm_run_id, self.schema, self.counts = alm_run_id, schema, counts
+        # Providers that hand over the raw body before parsing it get it journaled at once.
+        self.raw_bodies = takes_body_hook(getattr(provider, "complete", None)) and hasattr(provider, "reply_from_body")
 
     def key(self, item: ErrorModeItem) -> str:
         return item.fingerprint
@@ -163,8 +166,11 @@ class ErrorModeQuestions:
         row = self._row(item)
         request = JudgeRequest(judge=self.judge, prompt=item.prompt, schema=self.schema)
         try:
-            call = campaign.request(item.fingerprint, lambda: self.provider.complete(request),
-                                    lambda reply: {"reply": _reply_record(reply)})
+            call = campaign.request(
+                item.fingerprint,
+                (lambda keep: self.provider.complete(request, on_body=keep)) if self.raw_bodies
+                else (lambda _keep: self.provider.complete(request)),
+                lambda reply: {"reply": _reply_record(reply)})
         except ProviderCallError as exc:
             row.status, row.failure_reason = "failed", str(exc)
             return ErrorModeOutcome(item, row)
@@ -174,11 +180,22 @@ class ErrorModeQuestions:
     def replay(self, item: ErrorModeItem, entries: list[dict[str, Any]]) -> ErrorModeOutcome:
         from workbench.attribution.providers import ProviderReply, TokenUsage
 
-        record = entries[-1]["reply"]
+        from workbench.attribution.providers import ProviderCallError
+
+        entry = entries[-1]
         row = self._row(item)
-        read_reply(row, ProviderReply(text=record["text"], stop_reason=record.get("stop_reason"),
-                                      usage=TokenUsage(**(record.get("usage") or {})),
-                                      refusal=bool(record.get("refusal")), truncated=bool(record.get("truncated"))))
+        if "reply" in entry:
+            record = entry["reply"]
+            reply = ProviderReply(text=record["text"], stop_reason=record.get("stop_reason"),
+                                  usage=TokenUsage(**(record.get("usage") or {})),
+                                  refusal=bool(record.get("refusal")), truncated=bool(record.get("truncated")))
+        else:  # the raw body, journaled before the SDK parsed it
+            try:
+                reply = self.provider.reply_from_body(entry["body"])
+            except ProviderCallError as exc:
+                row.status, row.failure_reason = "failed", str(exc)
+                return ErrorModeOutcome(item, row)
+        read_reply(row, reply)
         return ErrorModeOutcome(item, row)
 
     def failed(self, item: ErrorModeItem, reason: str) -> ErrorModeOutcome:
