@@ -98,7 +98,7 @@ def register(app: typer.Typer) -> None:
         An existing demo project in ``--dir`` is opened as it is (your labels in it are kept);
         ``--overwrite`` generates it afresh.
         """
-        from workbench.demo import DEMO_DB_NAME, create_demo_project
+        from workbench.demo import DEMO_ANNOTATOR, DEMO_DB_NAME, create_demo_project
 
         context = app_context(ctx)
         existing = directory.expanduser().resolve() / DEMO_DB_NAME
@@ -108,7 +108,7 @@ def register(app: typer.Typer) -> None:
             else:
                 say(f"opening the existing DEMO project {existing} (pass --overwrite to generate it afresh)")
             if not no_gui:
-                code = _ui_app().run_gui(str(existing), context.annotator or "demo-expert")
+                code = _ui_app().run_gui(str(existing), context.annotator or DEMO_ANNOTATOR)
                 raise typer.Exit(code)
             return
         summary = create_demo_project(directory, overwrite=overwrite)
@@ -129,6 +129,6 @@ def register(app: typer.Typer) -> None:
                 f"{', '.join(summary.layouts)}; judges {', '.join(summary.judges)})")
         if not no_gui:
             code = _ui_app().run_gui(
-                str(summary.db_path), context.annotator or "demo-expert"
+                str(summary.db_path), context.annotator or DEMO_ANNOTATOR
             )
             raise typer.Exit(code)

@@ -344,6 +344,9 @@ def create_demo_project(directory: str | Path, *, seed: int = 7, overwrite: bool
 # The FOA demo clip's bird circles once in DURATION_S from the front (counter-clockwise); a DEMO
 # expert marked four spans of it, a quarter turn apart, with the bird's track at 100 ms.
 DEMO_EVENT_ANNOTATOR = "DEMO expert (synthetic events)"
+# `aglw demo` opens the workbench as this annotator: events are per annotator, so the demo's
+# expert is the one whose events are on DEMO-0004 (opened as anyone else, the dock is empty).
+DEMO_ANNOTATOR = DEMO_EVENT_ANNOTATOR
 DEMO_EVENT_CLASSES = ("Bird",)
 DEMO_EVENT_SPANS_S = ((0.5, 2.5), (3.5, 5.5), (6.5, 8.5), (9.5, 11.5))
 

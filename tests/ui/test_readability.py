@@ -260,7 +260,7 @@ def fitted_window(make_window, demo_store):  # type: ignore[no-untyped-def]
     """The demo project's window, its clip open with a stored fit (so scores are shown)."""
 
     def build(size):  # type: ignore[no-untyped-def]
-        window = make_window(annotator="demo-expert")
+        window = make_window(annotator="DEMO expert (synthetic events)")  # the demo opens as the owner of its events
         window.resize(*size)
         window.show()
         window.set_blind_mode(False)
