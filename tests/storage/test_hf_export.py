@@ -286,3 +286,21 @@ def test_a_cancelled_export_leaves_the_target_as_it_was(source):
         export_hf(source["store"], out, force=True, task=context)
     assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
     assert sorted(p.name for p in out.parent.iterdir() if p.name.startswith(".bench")) == []
+
+
+@pytest.mark.postgres
+def test_round_trip_into_a_postgresql_project_is_exact(source, pg_url):
+    from workbench.curation.hf_export import export_hf
+
+    out = source["tmp"] / "bench"
+    export_hf(source["store"], out)
+    store_b = open_store(pg_url)
+    try:
+        import_dataset(store_b, out, format="hf", name="listing", media_root=source["tmp"] / "media-pg")
+        assert stored(store_b) == stored(source["store"])
+        export_hf(store_b, source["tmp"] / "again")  # and out of PostgreSQL again, byte for byte
+    finally:
+        store_b.dispose()
+    first, second = (load(source["tmp"] / name)["test"].cast_column("audio", datasets.Audio(decode=False))
+                     for name in ("bench", "again"))
+    assert first.to_list() == second.to_list()
