@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from cli.context import app_context, emit_json, run_task, say, show
+from cli.context import app_context, check_choice, emit_json, run_task, say, show
 from workbench.errors import InputError
 
 # A summary lists this many failed clips; --json lists all.
@@ -64,11 +64,19 @@ def register(app: typer.Typer) -> None:
         ray_address: Optional[str] = typer.Option(None, "--ray-address", help="HOST:PORT of a running Ray cluster (default: start a local one)."),
     ) -> None:
         """Tag the project's clips with EfficientAT (resumable: finished clips are skipped)."""
+        from workbench.pool.engines import check_engine
         from workbench.tagging.assets import load_default_ontology, load_named_checkpoint, resolve_device
         from workbench.tagging.service import tag_clips
 
         app = app_context(ctx)
         _check_device(device)
+        check_choice(engine, ("local", "ray"), "--engine")
+        check_engine(engine, ray_address)
+        remote = None
+        if engine == "ray":
+            from workbench.pool.tagging import RayTagging
+
+            remote = RayTagging(ray_address, workers)
         resolve_device(device)
         ontology = load_default_ontology()
         checkpoint = load_named_checkpoint(model, device="cpu")
@@ -85,8 +93,7 @@ def register(app: typer.Typer) -> None:
                 batch_size=batch_size,
                 fresh_run=new_run,
                 task=task,
-                engine=engine,
-                ray_address=ray_address,
+                remote=remote,
                 precision=precision,
             ),
         ).value

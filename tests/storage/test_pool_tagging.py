@@ -18,6 +18,8 @@ from tests.core.test_tagging_model import calibrated_model
 from tests.core.test_tagging_ontology import write_small_ontology
 from tests.storage.test_tagging_service import project  # noqa: F401 - the fixture
 from workbench.errors import AglwError, InputError
+from workbench.pool.engines import check_engine
+from workbench.pool.tagging import RayTagging
 from workbench.tagging.assets import load_checkpoint
 from workbench.tagging.ontology import load_ontology
 from workbench.tagging.service import tag_clips
@@ -65,7 +67,7 @@ def _same(a: dict, b: dict) -> None:
 def test_ray_engine_stores_the_same_rows_as_the_local_engine(project, model, ray_instance, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
     ontology = load_ontology(*write_small_ontology(tmp_path / "onto"))
     local = tag_clips(project, model, ontology.classes, batch_size=4)
-    distributed = tag_clips(project, model, ontology.classes, batch_size=4, fresh_run=True, engine="ray", workers=2)
+    distributed = tag_clips(project, model, ontology.classes, batch_size=4, fresh_run=True, remote=RayTagging(workers=2), workers=2)
     assert distributed.run_id != local.run_id
     assert distributed.n_tagged == local.n_tagged == 2
     assert {f.key for f in distributed.failures} == {f.key for f in local.failures} == {"gone", "escape"}
@@ -80,9 +82,9 @@ def test_ray_tagging_cancelled_midway_resumes_with_nothing_duplicated(project, m
             context.cancel()
 
     context = TaskContext(stop_after_first_tagged)
-    result = run_task("tag", lambda task: tag_clips(project, model, ontology.classes, engine="ray", task=task), context)
+    result = run_task("tag", lambda task: tag_clips(project, model, ontology.classes, remote=RayTagging(), task=task), context)
     assert result.status == "cancelled"
-    resumed = tag_clips(project, model, ontology.classes, engine="ray")
+    resumed = tag_clips(project, model, ontology.classes, remote=RayTagging())
     assert resumed.resumed and resumed.n_skipped == 1 and resumed.n_tagged == 1
     reference = tag_clips(project, model, ontology.classes, fresh_run=True)
     _same(_rows(project, resumed.run_id), _rows(project, reference.run_id))
@@ -91,8 +93,8 @@ def test_ray_tagging_cancelled_midway_resumes_with_nothing_duplicated(project, m
 def test_engine_mistakes_are_one_line_errors(project, model, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
     ontology = load_ontology(*write_small_ontology(tmp_path / "onto"))
     with pytest.raises(InputError, match="--engine 'dask'"):
-        tag_clips(project, model, ontology.classes, engine="dask")
+        check_engine("dask", None)
     with pytest.raises(InputError, match="goes with --engine ray"):
-        tag_clips(project, model, ontology.classes, ray_address="127.0.0.1:6379")
+        check_engine("local", "127.0.0.1:6379")
     with pytest.raises(AglwError, match="no Ray cluster answers"):
-        tag_clips(project, model, ontology.classes, engine="ray", ray_address="127.0.0.1:1")
+        tag_clips(project, model, ontology.classes, remote=RayTagging("127.0.0.1:1"))

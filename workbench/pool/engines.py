@@ -141,6 +141,14 @@ def _as_columns(items: Sequence[PoolItem]) -> dict[str, list[Any]]:
     }
 
 
+def check_engine(engine: str, address: str | None) -> None:
+    """The command line's ``--engine`` / ``--ray-address`` pair, or one line saying what is wrong."""
+    if engine not in ENGINES:
+        raise InputError(f"--engine {engine!r}: expected one of {', '.join(ENGINES)}")
+    if engine == "local" and address:
+        raise InputError("--ray-address goes with --engine ray")
+
+
 def run_engine(engine: str, items: Sequence[PoolItem], *, address: str | None = None, workers: int = 2,
                shard_size: int = 64, function: BatchFunction = measure_batch) -> Iterator[list[Measurement]]:
     """Dispatch to :func:`run_local` or :func:`run_ray`."""

@@ -193,3 +193,33 @@ def ray_tag(
                 error=error,
             ))
         yield shard
+
+
+@dataclass(frozen=True)
+class RayTagging:
+    """:func:`workbench.tagging.service.tag_clips`' model on a Ray actor pool (``--engine ray``): the
+    command line builds it and passes it down as the run's :class:`~workbench.tagging.service.RemoteTagging`."""
+
+    address: str | None = None
+    workers: int = 2
+    name: str = "ray"
+
+    def connect(self) -> None:
+        connect_ray(self.address, self.workers)
+
+    def outcomes(self, items: Sequence[tuple[str, str]], checkpoint: Any, *, device: str, batch_size: int,
+                 precision: str, batched: bool) -> Iterator[tuple[str, Any, str]]:
+        from workbench.tagging.inference import TagResult
+
+        shards = ray_tag(
+            items, arch=checkpoint.arch, state_dict=checkpoint.model.state_dict(), batch_size=batch_size,
+            address=self.address, workers=self.workers, gpus_per_actor=1.0 if device.startswith("cuda") else 0.0,
+            precision=precision, batched=batched,
+        )
+        for shard in shards:
+            for remote in shard:
+                if remote.error or remote.probabilities is None:
+                    yield remote.key, None, remote.error or "tagging failed on a Ray worker"
+                else:
+                    yield remote.key, TagResult(remote.probabilities, remote.duration_s, remote.n_windows,
+                                                remote.timeline, remote.timeline_hop_s), ""

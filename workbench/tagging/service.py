@@ -23,6 +23,7 @@ import logging
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Protocol
 from pathlib import Path
 
 import numpy as np
@@ -186,11 +187,26 @@ def _batched_local_outcomes(jobs: Sequence[_ClipJob], tagger: AudioTagger, worke
     yield from batched_outcomes(resolved, tagger, workers=workers)
 
 
-def _ray_outcomes(jobs: Sequence[_ClipJob], checkpoint: LoadedCheckpoint, *, device: str, batch_size: int,
-                  address: str | None, workers: int, precision: str, batched: bool) -> Iterator[Outcome]:
-    """The same outcomes from a Ray actor pool (see :mod:`workbench.pool.tagging`)."""
-    from workbench.pool.tagging import ray_tag
+class RemoteTagging(Protocol):
+    """Where :func:`tag_clips` runs the model when it does not run in this process.
 
+    The command line chooses it and passes it down (``--engine ray``:
+    :class:`workbench.pool.tagging.RayTagging`); tagging itself never branches on an engine name.
+    """
+
+    name: str
+
+    def connect(self) -> None:
+        """Join the workers (the first thing a wrong address makes the user hear about)."""
+
+    def outcomes(self, items: Sequence[tuple[str, str]], checkpoint: LoadedCheckpoint, *, device: str,
+                 batch_size: int, precision: str, batched: bool) -> Iterator[tuple[str, TagResult | None, str]]:
+        """``(key, result, '')`` or ``(key, None, error)`` for each ``(key, recording path)``."""
+
+
+def _remote_outcomes(jobs: Sequence[_ClipJob], remote: RemoteTagging, checkpoint: LoadedCheckpoint, *, device: str,
+                     batch_size: int, precision: str, batched: bool) -> Iterator[Outcome]:
+    """The same outcomes from the remote workers: recordings resolved here, by the one media rule."""
     resolved: list[tuple[_ClipJob, Path]] = []
     for job in jobs:
         try:
@@ -198,19 +214,10 @@ def _ray_outcomes(jobs: Sequence[_ClipJob], checkpoint: LoadedCheckpoint, *, dev
         except AglwError as exc:
             yield job, None, str(exc)
     by_key = {job.key: job for job, _ in resolved}
-    shards = ray_tag(
-        [(job.key, str(path)) for job, path in resolved], arch=checkpoint.arch,
-        state_dict=checkpoint.model.state_dict(), batch_size=batch_size, address=address, workers=workers,
-        gpus_per_actor=1.0 if device.startswith("cuda") else 0.0, precision=precision, batched=batched,
-    )
-    for shard in shards:
-        for remote in shard:
-            job = by_key[remote.key]
-            if remote.error or remote.probabilities is None:
-                yield job, None, remote.error or "tagging failed on a Ray worker"
-            else:
-                yield job, TagResult(remote.probabilities, remote.duration_s, remote.n_windows, remote.timeline,
-                                     remote.timeline_hop_s), ""
+    for key, result, error in remote.outcomes([(job.key, str(path)) for job, path in resolved], checkpoint,
+                                              device=device, batch_size=batch_size, precision=precision,
+                                              batched=batched):
+        yield by_key[key], result, error
 
 
 def _store_result(
@@ -268,8 +275,7 @@ def tag_clips(
     batch_size: int | None = None,
     fresh_run: bool = False,
     task: TaskContext | None = None,
-    engine: str = "local",
-    ray_address: str | None = None,
+    remote: RemoteTagging | None = None,
     precision: str = DEFAULT_PRECISION,
     batched: bool | None = None,
 ) -> TagRunSummary:
@@ -300,12 +306,12 @@ def tag_clips(
         the same rows as one clip at a time. Default: on CUDA (and on Ray actors with a GPU).
     fresh_run
         Start a new run instead of resuming the latest matching one.
-    engine, ray_address
-        ``local`` (decoding threads and the model in this process) or ``ray``: decoding and the
-        model run on a Ray actor pool (``workers`` actors, one model load each, a GPU each when
-        ``device`` is cuda), at ``ray_address`` or on a local Ray instance. Either way this
-        process stores every result, one clip per transaction, so the rows and the resume
-        rules are the same; a run started on one engine is resumed by the other.
+    remote
+        None: decoding threads and the model in this process. Else where decoding and the model
+        run instead (``--engine ray``: :class:`workbench.pool.tagging.RayTagging`, ``workers``
+        actors, one model load each, a GPU each when ``device`` is cuda). Either way this process
+        stores every result, one clip per transaction, so the rows and the resume rules are the
+        same; a run started on one engine is resumed by the other.
     task
         Progress and cancel: the total is the clips selected (those done before count as
         done at once); each clip tagged or failed is one item. A cancel stops after the clip
@@ -320,10 +326,6 @@ def tag_clips(
         raise AglwError(f"the class index has {len(classes)} classes but the model outputs {checkpoint.model.classifier[-1].out_features}")
     if workers < 1:
         raise InputError(f"--workers must be at least 1, got {workers}")
-    if engine not in ("local", "ray"):
-        raise InputError(f"--engine {engine!r}: expected local or ray")
-    if engine == "local" and ray_address:
-        raise InputError("--ray-address goes with --engine ray")
     try:
         check_precision(precision)
     except ValueError as exc:
@@ -334,11 +336,8 @@ def tag_clips(
         batch_size = DEFAULT_GPU_BATCH_SIZE if on_gpu else 16
     if batch_size < 1:
         raise InputError(f"--batch-size must be at least 1, got {batch_size}")
-    if engine == "ray":
-        from workbench.pool.engines import connect_ray
-
-        # Joined before the run is opened: a wrong address is the first thing the user hears about.
-        connect_ray(ray_address, workers)
+    if remote is not None:
+        remote.connect()  # before the run is opened: a wrong address is the first thing the user hears about
     jobs = _select_jobs(store, clip_keys)
     unlinked: list[str] = []
     if not clip_keys:
@@ -366,7 +365,7 @@ def tag_clips(
     if summary.n_skipped:
         task.advance(summary.n_skipped)
     tagger = (AudioTagger(checkpoint.model, device=device, batch_size=batch_size, precision=precision)
-              if engine == "local" else None)
+              if remote is None else None)
     final_status = "failed"
     outcomes: Iterator[Outcome] | None = None
     try:
@@ -376,8 +375,9 @@ def tag_clips(
         elif tagger is not None:
             outcomes = _local_outcomes(todo, tagger, workers)
         else:
-            outcomes = _ray_outcomes(todo, checkpoint, device=device, batch_size=batch_size,
-                                     address=ray_address, workers=workers, precision=precision, batched=batched)
+            assert remote is not None
+            outcomes = _remote_outcomes(todo, remote, checkpoint, device=device, batch_size=batch_size,
+                                        precision=precision, batched=batched)
         for job, result, error in outcomes:
             if result is None:
                 message = error
