@@ -18,6 +18,7 @@ from PySide6.QtCore import QObject, Signal
 from storage import Store
 from storage.errors import ConflictError
 from workbench.commands import Command, CommandStack, WriteFailed
+from workbench.errors import InputError
 from workbench.labels import INTERACTIVE_WAIT_S, AnnotatorInfo, LabelService
 from workbench.review.service import ReviewService
 from workbench.review.views import ClipDetail
@@ -100,13 +101,17 @@ class ReviewSession(QObject):
 
     def _through_stack(self, write: Callable[[], T]) -> tuple[bool, T | None]:
         """Run a stack operation that writes: ``(True, its answer)``, or ``(False, None)`` once a
-        failed write (the stack keeps it pending) or a conflict has been announced."""
+        failed write (the stack keeps it pending), a conflict or a refusal has been announced."""
         try:
             return True, write()
         except WriteFailed as exc:
             self.writeFailed.emit(str(exc))
         except ConflictError as exc:
             self.conflicted.emit(exc)
+        except InputError as exc:
+            # The service refused the edit as asked (nothing was written, the history is as it
+            # was): its one line goes to the status bar instead of escaping the panel's slot.
+            self.show_status(f"not saved: {exc}")
         return False, None
 
     def execute(self, command: Command) -> bool:

@@ -83,3 +83,25 @@ def test_guess_mode_is_added_to_the_menu_the_window_hands_over(make_window) -> N
     window.review_menu.setTitle("Renamed")  # a menu found by its text would be lost now
     assert window.guess_mode.action in window.review_menu.actions()
     assert window.guess_mode.session is window.session and window.spatial_events.session is window.session
+
+
+def test_an_edit_the_service_refuses_is_shown_not_raised(demo_store, qtbot) -> None:  # type: ignore[no-untyped-def]
+    from workbench.commands import Command
+    from workbench.errors import InputError
+
+    class Refused(Command):
+        description = "a refused edit"
+        clip_id = None
+        row_key = None
+
+        def execute(self) -> None:
+            raise InputError("DEMO: refused as asked")
+
+        def undo(self) -> None:  # pragma: no cover - never done
+            raise AssertionError
+
+    session = _session(demo_store, qtbot)
+    statuses: list[str] = []
+    session.status.connect(statuses.append)
+    assert session.execute(Refused()) is False
+    assert statuses == ["not saved: DEMO: refused as asked"] and not session.stack.can_undo

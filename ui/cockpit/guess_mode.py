@@ -85,7 +85,6 @@ class GuessMode(QObject):
         self.session = session
         self.map = map_view
         self.service = GuessService(session.store, write_wait_s=INTERACTIVE_WAIT_S)
-        self.active = False
         self.placed: tuple[float, float] | None = None  # (longitude, latitude) clicked, not saved yet
         self.stored = GuessView(None, None, None, 0, None)
         self.stored_clip: int | None = None
@@ -117,6 +116,11 @@ class GuessMode(QObject):
             return GuessView(None, None, None, 0, None)
         return guess_for(self.session.store, self.session.annotator.id, clip_id)
 
+    @property
+    def active(self) -> bool:
+        """Whether guess mode is on (the visibility policy's switch: one truth for every view)."""
+        return self.session.visibility.guess_mode
+
     def truth_hidden(self) -> bool:
         """Whether the shown clip's true location and the models' answers must stay hidden."""
         self.session.sync_visibility()
@@ -126,7 +130,6 @@ class GuessMode(QObject):
         """Enter or leave guess mode (the button and the menu action follow each other)."""
         if on == self.active:
             return
-        self.active = on
         for switch in (self.controls.mode, self.action):
             switch.blockSignals(True)
             switch.setChecked(on)
