@@ -217,6 +217,9 @@ def _blind_values(window) -> dict[str, str]:  # type: ignore[no-untyped-def]
         for judgment in category.alm_judgments:
             if judgment.evidence:
                 hidden[f"evidence of {judgment.judge_name} on {category.name}"] = judgment.evidence
+            if judgment.status == "ok" and judgment.contribution is not None and judgment.effect:
+                # the grid's judge cell, e.g. "2 helped"
+                hidden[f"score of {judgment.judge_name} on {category.name}"] = f"{judgment.contribution} {judgment.effect}"
     hidden["other expert's clip label"] = f"{OTHER}: rating"
     hidden["other expert's category label"] = f"{OTHER}: 3"
     hidden["other expert's note"] = OTHER_NOTE
@@ -260,7 +263,7 @@ def test_blind_mode_shows_nothing_hidden_until_labels_or_reveal(census_window) -
     detail = window.detail
     own = {f"{detail.key} localizability", "other expert's clip label", "other expert's category label",
            "other expert's note", "category only the other expert labelled"}
-    own |= {name for name in hidden if name.startswith("evidence")}
+    own |= {name for name in hidden if name.startswith(("evidence", "score of"))}
     assert set(shown) >= own - {f"{detail.key} |l−θ|"}
     others = {name for name in shown if name.split(" ")[0].startswith("DEMO-") and not name.startswith(detail.key)}
     assert others == set(), "another clip's localizability shows although its labels are not entered"
