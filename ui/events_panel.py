@@ -172,7 +172,8 @@ class EventsController(HeadphonesMixin):
         if not self.events:
             return
         y0, y1 = pv.spec_plot.viewRange()[1]
-        legend = pg.LegendItem(offset=(-10, 5), labelTextColor="#eeeeee", brush=pg.mkBrush(20, 20, 20, 200))
+        # bottom right: the direction view's note takes the top rows (a legend there was drawn over it)
+        legend = pg.LegendItem(offset=(-10, -5), labelTextColor="#eeeeee", brush=pg.mkBrush(20, 20, 20, 200))
         legend.setParentItem(pv.direction_plot.getViewBox())
         self._legend = legend
         shown: set[str] = set()

@@ -222,6 +222,17 @@ def colours_without_legend(root: QWidget) -> list[str]:
 
     swatches = {colour.lower() for legend in root.findChildren(ColourLegend) if _shown(legend)
                 for colour in legend.colours()}
+    for view in root.findChildren(pg.GraphicsView):  # a plot's own legend shows each item's colour too
+        if not _shown(view):
+            continue
+        for item in view.scene().items():
+            if isinstance(item, pg.LegendItem) and item.isVisible():
+                for sample, _label in item.items:
+                    opts = getattr(sample.item, "opts", {})
+                    for key in ("brush", "symbolBrush", "pen", "symbolPen"):
+                        if opts.get(key) is not None:
+                            swatches.add(pg.mkBrush(opts[key]).color().name() if "rush" in key
+                                         else pg.mkPen(opts[key]).color().name())
     problems = []
     for widget in _widgets(root):
         if not _shown(widget):
