@@ -1,7 +1,8 @@
 """Building a benchmark beyond AGL1K, end to end, through the `aglw` commands: a synthetic pool in
 its own column layout (JSON Lines, no continents, a few short WAVs) -> import with a mapping ->
-analyze-pool -> tag (a tiny calibrated model, offline) -> ALM answers imported -> metrics (the iso
-profile, since the dataset has no AGL1K continent labels) -> expert accepts -> fit -> select ->
+analyze-pool -> tag (a tiny calibrated model, offline) -> judge and alm run planned (dry runs) -> ALM
+answers imported -> metrics (the iso profile, since the dataset has no AGL1K continent labels) ->
+expert accepts -> fit -> select ->
 export selection --format hf -> load it with `datasets` -> import it back."""
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ def pool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
     ontology, _ = write_small_ontology(tmp_path / "onto")
     monkeypatch.setenv("AGLW_EFFICIENTAT_DIR", str(models))
     monkeypatch.setenv("AGLW_ONTOLOGY", str(ontology))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-dry-run-only")  # judge --dry-run plans; nothing is sent
     answers = tmp_path / "alm.jsonl"
     with answers.open("w", encoding="utf-8") as handle:
         for index, (record, (name, lat, lon, _)) in enumerate(zip(records, PLACES, strict=True)):
@@ -103,6 +105,13 @@ def test_a_non_agl1k_pool_from_import_to_a_loadable_benchmark(pool, capsys):
     metrics = aglw(capsys, *db, "--json", "metrics", "--model", "toy-alm")
     assert metrics["profile"] == "iso" and metrics["n"] == 6 and metrics["within_100km"] == pytest.approx(0.5)
     assert aglw(capsys, *db, "--json", "metrics", "--model", "toy-alm", "--profile", "agl1k")["profile"] == "agl1k"
+
+    # the LLM steps plan on this dataset too (dry runs: nothing is asked, nothing is paid)
+    planned = aglw(capsys, *db, "--json", "judge", "--dry-run", "--alm", "toy-alm")
+    assert planned["alm_model"] == "toy-alm" and {c["clip"] for c in planned["clips"]} == {r["uid"] for r in pool["records"]}
+    asked = aglw(capsys, *db, "--json", "alm", "run", "--model", "toy-alm-2", "--provider", "openai-compatible",
+                 "--base-url", "http://127.0.0.1:9/v1", "--api-model", "toy", "--dry-run")
+    assert asked["clips"] == 6 and asked["requests"] == 6
 
     keys = [r["uid"] for r in pool["records"]]
     for key in keys[:4]:
