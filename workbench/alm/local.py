@@ -1,4 +1,4 @@
-"""Local ALMs through Hugging Face ``transformers`` (the ``[local]`` extra): one clip at a time, greedy.
+"""Local ALMs through Hugging Face ``transformers`` (the ``[local]`` extra): greedy, several clips per call.
 
 AGL1K ran its open models (Qwen2.5-Omni, Qwen3-Omni, Kimi-Audio, Phi-4-MM, Gemma-3n, MiniCPM-o,
 MiMo-Audio, Audio Flamingo) this way. Each model family has its own classes and input format, so
@@ -6,10 +6,13 @@ families are a registry keyed by the checkpoint's ``model_type``: :func:`registe
 one (a class with ``__init__(path, device)`` and ``answer(...)``), and ``--api-model`` names
 the checkpoint (a hub id or a local folder). Qwen2.5-Omni comes first.
 
-The Qwen2.5-Omni path builds the model's inputs from its tokenizer and audio feature extractor
-(the audio half of ``Qwen2_5OmniProcessor``, whose full form also needs torchvision for video)
+The Qwen2.5-Omni path follows AGL1K's ``qwen2_5Omni_process`` (message order, audio loading,
+processor inputs, greedy decoding; see :class:`QwenOmni`). It builds the inputs from the
+tokenizer and the audio feature extractor — the text and audio half of ``Qwen2_5OmniProcessor``,
+whose full form also needs torchvision for video; a test checks that they equal the processor's —
 and generates text with the thinker, the part of the model that writes text; the talker (speech
-output) is never loaded.
+output) is never loaded. On CUDA the model runs in bf16 and several clips share a ``generate``
+call (left padding), with the answers of one clip at a time.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import io
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from workbench.alm.providers import AlmReply, AlmRequest, AnswerError
@@ -72,12 +76,49 @@ def decode_mono(data: bytes, rate: int = SAMPLE_RATE) -> Any:
     return mono
 
 
+def load_like_qwen_omni_utils(data: bytes) -> Any:
+    """The recording as ``qwen_omni_utils.process_mm_info`` loads it: ``librosa.load(..., sr=16000)``.
+
+    That is what produced AGL1K's published Qwen2.5-Omni row: librosa's mono mix and its default
+    resampler (soxr HQ), float32. The package itself is used when it imports (its vision half
+    needs torchvision); otherwise the same call is made here.
+    """
+    try:
+        from qwen_omni_utils import process_audio_info
+    except ImportError:
+        process_audio_info = None
+    if process_audio_info is not None:
+        import base64
+
+        url = "data:audio;base64," + base64.b64encode(data).decode("ascii")
+        return process_audio_info([{"role": "user", "content": [{"type": "audio", "audio": url}]}],
+                                  use_audio_in_video=False)[0]
+    import librosa
+
+    try:
+        return librosa.load(io.BytesIO(data), sr=SAMPLE_RATE)[0]
+    except Exception as exc:  # noqa: BLE001 - any decoder failure is this clip's failure
+        raise AnswerError(f"the recording could not be decoded ({type(exc).__name__}: {exc})") from None
+
+
 class QwenOmni:
-    """Qwen2.5-Omni (``Qwen2_5OmniForConditionalGeneration``), text answers from its thinker."""
+    """Qwen2.5-Omni (``Qwen2_5OmniForConditionalGeneration``), text answers from its thinker.
+
+    The message is the one of AGL1K's ``qwen2_5Omni_process`` (the code behind its published
+    Qwen2.5-Omni row): the system prompt, then the AUDIO, then the question text (the template's
+    whole text, wherever its ``{audio}`` slot is; API models get the text first); the audio loaded
+    as ``qwen_omni_utils.process_mm_info`` does; the inputs are those of ``Qwen2_5OmniProcessor``
+    called with ``padding=True`` (its text and audio half: the tokenizer, and the feature
+    extractor with ``padding="max_length"``, one audio token per encoder frame); greedy
+    generation. Several clips share a ``generate`` call (left padding), with the answers of one at
+    a time.
+    """
 
     # Qwen's documented system prompt for the Omni models.
     SYSTEM = ("You are Qwen, a virtual human developed by the Qwen Team, Alibaba Group, capable of perceiving "
               "auditory and visual inputs, as well as generating text and speech.")
+    # Clips per generate call on a GPU (the answers of one at a time; bf16 on CUDA).
+    GPU_BATCH = 8
 
     def __init__(self, path: str, device: str) -> None:
         import torch
@@ -85,12 +126,14 @@ class QwenOmni:
 
         self.device = _device(device)
         self.tokenizer = AutoTokenizer.from_pretrained(path)
+        self.tokenizer.padding_side = "left"  # a batch's prompts end where generation starts
         self.features = AutoFeatureExtractor.from_pretrained(path)
         self.template = self._chat_template(path)
         model = Qwen2_5OmniForConditionalGeneration.from_pretrained(
             path, enable_audio_output=False, dtype=torch.bfloat16 if self.device.startswith("cuda") else torch.float32)
         self.model = model.to(self.device).eval()
         self.audio_token = getattr(self.tokenizer, "audio_token", None) or "<|AUDIO|>"
+        self.max_batch = self.GPU_BATCH if self.device.startswith("cuda") else 1
 
     def _chat_template(self, path: str) -> str | None:
         from transformers.utils import cached_file
@@ -111,55 +154,108 @@ class QwenOmni:
                 return text
         return None  # the tokenizer's own template
 
-    def answer(self, request: AlmRequest, audio: Any, max_new_tokens: int) -> tuple[str, int, int]:
-        import torch
+    def load_audio(self, data: bytes) -> Any:
+        return load_like_qwen_omni_utils(data)
+
+    def conversation(self, request: AlmRequest) -> list[dict[str, Any]]:
+        """AGL1K's message for this family: system prompt, then the audio, then the question."""
+        return [{"role": "system", "content": [{"type": "text", "text": self.SYSTEM}]},
+                {"role": "user", "content": [{"type": "audio", "audio": request.key},
+                                             {"type": "text", "text": request.prompt.text}]}]
+
+    def inputs(self, requests: list[AlmRequest], audios: list[Any]) -> dict[str, Any]:
+        """What ``Qwen2_5OmniProcessor(text=..., audio=..., padding=True, return_tensors="pt")`` gives."""
         from transformers.models.qwen2_5_omni.processing_qwen2_5_omni import _get_feat_extract_output_lengths
 
-        content: list[dict[str, Any]] = [{"type": "text", "text": request.prompt.before}, {"type": "audio", "audio": "clip"}]
-        if request.prompt.after:
-            content.append({"type": "text", "text": request.prompt.after})
-        conversation = [{"role": "system", "content": [{"type": "text", "text": self.SYSTEM}]},
-                        {"role": "user", "content": content}]
-        text = self.tokenizer.apply_chat_template(conversation, chat_template=self.template, add_generation_prompt=True,
-                                                  tokenize=False)
-        # The processor's audio step: padded log-mel features, and one placeholder token per encoder frame.
-        features = self.features(audio, sampling_rate=SAMPLE_RATE, return_attention_mask=True, padding="max_length",
+        texts = [self.tokenizer.apply_chat_template(self.conversation(r), chat_template=self.template,
+                                                    add_generation_prompt=True, tokenize=False) for r in requests]
+        features = self.features(audios, sampling_rate=SAMPLE_RATE, return_attention_mask=True, padding="max_length",
                                  return_tensors="pt")
         feature_mask = features.pop("attention_mask")
-        n_audio = int(_get_feat_extract_output_lengths(feature_mask.sum(-1))[0])
-        text = text.replace(self.audio_token, self.audio_token * n_audio, 1)
-        encoded = self.tokenizer(text, return_tensors="pt")
-        input_ids = encoded["input_ids"].to(self.device)
-        if request.seed is not None:
-            torch.manual_seed(request.seed)
+        counts = _get_feat_extract_output_lengths(feature_mask.sum(-1)).tolist()
+        texts = [text.replace(self.audio_token, self.audio_token * int(n), 1) for text, n in zip(texts, counts)]
+        encoded = self.tokenizer(texts, return_tensors="pt", padding=True)
+        return {"input_ids": encoded["input_ids"], "attention_mask": encoded["attention_mask"],
+                "input_features": features["input_features"], "feature_attention_mask": feature_mask}
+
+    def answer(self, request: AlmRequest, audio: Any, max_new_tokens: int) -> tuple[str, int, int]:
+        return self.answer_batch([request], [audio], max_new_tokens)[0]
+
+    def answer_batch(self, requests: list[AlmRequest], audios: list[Any], max_new_tokens: int) -> list[tuple[str, int, int]]:
+        """(reply text, input tokens, output tokens) per clip, from one greedy ``generate`` call."""
+        import torch
+
+        inputs = self.inputs(requests, audios)
+        if requests[0].seed is not None:
+            torch.manual_seed(requests[0].seed)  # greedy: for the record, the reference seeds 42
         with torch.no_grad():
             output = self.model.thinker.generate(
-                input_ids=input_ids, attention_mask=encoded["attention_mask"].to(self.device),
-                input_features=features["input_features"].to(self.device, self.model.dtype),
-                feature_attention_mask=feature_mask.to(self.device), max_new_tokens=max_new_tokens, do_sample=False)
-        new_tokens = output[0, input_ids.shape[1]:]
-        reply = self.tokenizer.decode(new_tokens, skip_special_tokens=True)
-        return reply, int(input_ids.shape[1]), int(new_tokens.shape[0])
+                input_ids=inputs["input_ids"].to(self.device), attention_mask=inputs["attention_mask"].to(self.device),
+                input_features=inputs["input_features"].to(self.device, self.model.dtype),
+                feature_attention_mask=inputs["feature_attention_mask"].to(self.device),
+                max_new_tokens=max_new_tokens, do_sample=False)
+        prompt_length = inputs["input_ids"].shape[1]
+        stops = _stop_ids(self.model.thinker.generation_config)
+        replies = []
+        for row in range(len(requests)):
+            new_tokens = output[row, prompt_length:].tolist()
+            for position, token in enumerate(new_tokens):
+                if token in stops:  # a shorter answer of a batch is padded after its end token
+                    new_tokens = new_tokens[: position + 1]
+                    break
+            reply = self.tokenizer.decode(new_tokens, skip_special_tokens=True)
+            replies.append((reply, int(inputs["attention_mask"][row].sum()), len(new_tokens)))
+        return replies
+
+
+def _stop_ids(config: Any) -> set[int]:
+    eos = getattr(config, "eos_token_id", None)
+    return set(eos) if isinstance(eos, (list, tuple)) else ({eos} if eos is not None else set())
 
 
 register_family("qwen2_5_omni", QwenOmni)
 
 
+@dataclass(eq=False)
+class _Question:
+    request: AlmRequest
+    audio: Any
+    reply: tuple[str, int, int] | None = None
+    error: BaseException | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.reply is not None or self.error is not None
+
+
 class TransformersProvider:
-    """Local inference; the model is loaded on the first question (minutes for a 7B model) and kept."""
+    """Local inference; the model is loaded on the first question (minutes for a 7B model) and kept.
+
+    Questions asked from several threads at once (the runner's ``--concurrency``) share
+    ``generate`` calls, up to ``batch_size`` clips each (default: the family's, 8 for Qwen2.5-Omni
+    on a GPU, 1 on CPU): whichever asking thread finds the model idle runs the questions waiting
+    then, the others wait for their answers. A batch that fails is asked again clip by clip, so
+    one bad clip fails alone.
+    """
 
     name = "transformers"
     accepted_formats = ("mp3", "wav", "flac", "ogg", "aiff", "aif", "aac", "m4a", "opus")
 
-    def __init__(self, checkpoint: str, *, device: str = "auto") -> None:
+    def __init__(self, checkpoint: str, *, device: str = "auto", batch_size: int | None = None) -> None:
         try:
             import transformers  # noqa: F401
         except ImportError:
             raise InputError("--provider transformers needs the 'local' extra: pip install 'agl-workbench[local]'") from None
+        if batch_size is not None and batch_size < 1:
+            raise InputError(f"batch size must be at least 1, got {batch_size}")
         self.checkpoint = checkpoint
         self.device = device
+        self.batch_size = batch_size
         self._model: LocalFamily | None = None
         self._lock = threading.Lock()
+        self._turn = threading.Condition()
+        self._waiting: list[_Question] = []
+        self._running = False
 
     def _load(self) -> LocalFamily:
         from transformers import AutoConfig
@@ -175,13 +271,65 @@ class TransformersProvider:
                              f"{', '.join(sorted(FAMILIES))}); serve it with vLLM and use --provider openai-compatible")
         return factory(self.checkpoint, self.device)
 
-    def ask(self, request: AlmRequest) -> AlmReply:
-        with self._lock:  # one model, one clip at a time
+    def _loaded(self) -> LocalFamily:
+        with self._lock:
             if self._model is None:
                 self._model = self._load()
-            audio = decode_mono(request.audio.data)
-            text, n_in, n_out = self._model.answer(request, audio, request.entry.max_output_tokens)
+            return self._model
+
+    def _per_call(self, model: LocalFamily) -> int:
+        if not hasattr(model, "answer_batch"):
+            return 1
+        return self.batch_size or int(getattr(model, "max_batch", 1))
+
+    def ask(self, request: AlmRequest) -> AlmReply:
+        model = self._loaded()
+        load = getattr(model, "load_audio", None)
+        question = _Question(request, load(request.audio.data) if load is not None else decode_mono(request.audio.data))
+        with self._turn:
+            self._waiting.append(question)
+            while not question.done:
+                if self._running:
+                    self._turn.wait()
+                    continue
+                batch = self._take(self._per_call(model))
+                self._running = True
+                self._turn.release()
+                try:
+                    self._run(model, batch)
+                finally:
+                    self._turn.acquire()
+                    self._running = False
+                    self._turn.notify_all()
+        if question.error is not None:
+            raise question.error
+        text, n_in, n_out = question.reply  # type: ignore[misc]
         return AlmReply(text=text, input_tokens=n_in, output_tokens=n_out, finish_reason=None, transport="local")
+
+    def _take(self, limit: int) -> list[_Question]:
+        """The oldest waiting questions with the first one's output budget, at most ``limit``."""
+        budget = self._waiting[0].request.entry.max_output_tokens
+        batch = [q for q in self._waiting if q.request.entry.max_output_tokens == budget][:limit]
+        self._waiting = [q for q in self._waiting if q not in batch]
+        return batch
+
+    @staticmethod
+    def _run(model: LocalFamily, batch: list[_Question]) -> None:
+        budget = batch[0].request.entry.max_output_tokens
+        if len(batch) > 1:
+            try:
+                replies = model.answer_batch([q.request for q in batch], [q.audio for q in batch], budget)  # type: ignore[attr-defined]
+            except Exception:  # noqa: BLE001 - asked again one by one below, so the culprit fails alone
+                replies = None
+            if replies is not None:
+                for question, reply in zip(batch, replies):
+                    question.reply = reply
+                return
+        for question in batch:
+            try:
+                question.reply = model.answer(question.request, question.audio, budget)
+            except BaseException as exc:  # noqa: BLE001 - raised in the asking thread
+                question.error = exc
 
     def close(self) -> None:
         self._model = None

@@ -417,8 +417,9 @@ def run_alm(store: Store, options: AlmRunOptions, *, config: AlmConfig | None = 
         provider = make_provider(options.provider, plan.settings, api_model=options.api_model_id,
                                  base_url=options.base_url, api_key_env=options.api_key_env)
     report = new_report(options, plan)
-    # In-process local models answer one clip at a time; on Ray, one clip per actor.
-    concurrency = 1 if options.provider == "transformers" and options.engine == "local" else options.concurrency
+    # In-process local models: questions asked at once share generate calls (up to the provider's
+    # batch size, workbench/alm/local.py); on Ray, one clip per actor.
+    concurrency = options.concurrency
     questions = AlmQuestions(store, options, plan, provider, report, on_stored=on_stored)
     settings = plan.settings
     journal: Journal | None = None
