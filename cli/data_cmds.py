@@ -207,9 +207,11 @@ def metrics_cmd(
     table = Table(title=f"{escape(model)} ({profile} profile)")
     table.add_column("metric")
     table.add_column("value", justify="right")
+    from workbench.formatting import metric_title
+
     for key, value in result.items():
         if key not in ("model", "profile"):
-            table.add_row(key, _format(key, value))
+            table.add_row(metric_title(key), _format(key, value))  # the reader's title; --json has the key
     show(table)
 
 

@@ -491,9 +491,11 @@ class ClipPanel(QWidget):
         finally:
             self._updating = False
 
-    def set_quality_votes(self, flags: Sequence[str], own_votes: dict[str, bool | None]) -> None:
+    def set_quality_votes(self, flags: Sequence[str], own_votes: dict[str, bool | None],
+                          details: Sequence[str] = ()) -> None:
         """The clip's flags and this annotator's votes on them: the Quality row names each flag with
-        the vote, the combo offers the other choice per flag."""
+        the vote (its tooltip: each flag's value, cut-off and, for a pool-relative flag, the pool),
+        the combo offers the other choice per flag."""
         self._updating = True
         try:
             self.quality_vote.clear()
@@ -508,6 +510,7 @@ class ClipPanel(QWidget):
             if flags:
                 shown = {True: " (overruled by you)", False: " (stands: your vote)", None: ""}
                 self.flags.setText(", ".join(f"{f}{shown[own_votes.get(f)]}" for f in flags))
+            self.flags.setToolTip("\n".join(details))
         finally:
             self._updating = False
 

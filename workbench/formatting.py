@@ -112,7 +112,7 @@ METRIC_TITLES = {
     "profile": "profile",
     "n": "n",
     "n_dataset": "n in dataset",
-    "distance_error_km": "mean error",
+    "distance_error_km": "mean error (km)",
     "continent_acc": "continent acc.",
     "country_acc": "country acc.",
     "city_acc": "city acc.",
