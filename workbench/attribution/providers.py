@@ -95,6 +95,18 @@ class ProviderReply:
     refusal: bool = False
     truncated: bool = False
 
+    def as_record(self) -> dict[str, Any]:
+        """Plain values (a journal entry)."""
+        return {"text": self.text, "stop_reason": self.stop_reason, "usage": self.usage.as_dict(),
+                "refusal": self.refusal, "truncated": self.truncated}
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> ProviderReply:
+        """The reply :meth:`as_record` wrote."""
+        return cls(text=record["text"], stop_reason=record.get("stop_reason"),
+                   usage=TokenUsage(**(record.get("usage") or {})), refusal=bool(record.get("refusal")),
+                   truncated=bool(record.get("truncated")))
+
 
 @dataclass(frozen=True)
 class BatchState:

@@ -32,7 +32,6 @@ from workbench.attribution.providers import (
     JudgeRequest,
     ProviderCallError,
     ProviderReply,
-    TokenUsage,
     make_provider,
 )
 from workbench.attribution.records import (
@@ -233,7 +232,7 @@ class JudgeQuestions:
                 item.fingerprint,
                 (lambda keep: self.provider.complete(request, on_body=keep)) if self.raw_bodies  # type: ignore[call-arg]
                 else (lambda _keep: self.provider.complete(request)),
-                lambda reply: {"reply": _reply_record(reply)},
+                lambda reply: {"reply": reply.as_record()},
                 note={"number": number, "max_tokens": request.judge.max_tokens}).reply
 
         return JudgeOutcome(item, judge_one_clip(self.provider, self.plan.judge, item.prompt, self.schema, send=send))
@@ -243,7 +242,7 @@ class JudgeQuestions:
         for entry in entries:
             number = int(entry.get("number") or len(attempts) + 1)
             try:
-                reply = _reply_from_record(entry["reply"]) if "reply" in entry \
+                reply = ProviderReply.from_record(entry["reply"]) if "reply" in entry \
                     else self.provider.reply_from_body(entry["body"])  # type: ignore[attr-defined]
             except ProviderCallError as exc:
                 attempts.append(Attempt(number, None, None, str(exc)))
@@ -289,17 +288,6 @@ class JudgeOutcome:
 
     item: PlannedRequest
     attempts: list[Attempt]
-
-
-def _reply_record(reply: ProviderReply) -> dict[str, Any]:
-    return {"text": reply.text, "stop_reason": reply.stop_reason, "usage": reply.usage.as_dict(),
-            "refusal": reply.refusal, "truncated": reply.truncated}
-
-
-def _reply_from_record(record: dict[str, Any]) -> ProviderReply:
-    return ProviderReply(text=record["text"], stop_reason=record.get("stop_reason"),
-                         usage=TokenUsage(**(record.get("usage") or {})), refusal=bool(record.get("refusal")),
-                         truncated=bool(record.get("truncated")))
 
 
 def judge_journal(store: Store, judge: JudgeConfig) -> Journal:

@@ -498,7 +498,7 @@ def describe_flag(flag: dict[str, Any]) -> str:
            f"{flag.get('threshold', float('nan')):.4g}"
     pool = flag.get("pool")
     if pool:
-        text += f", the {pool['percentile']:g}th percentile of {pool['clips']} {pool['what']}"
+        text += f", cut-off at percentile {pool['percentile']:g} of {pool['clips']} {pool['what']}"
     return text + ")"
 
 

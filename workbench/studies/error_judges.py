@@ -170,7 +170,7 @@ class ErrorModeQuestions:
                 item.fingerprint,
                 (lambda keep: self.provider.complete(request, on_body=keep)) if self.raw_bodies
                 else (lambda _keep: self.provider.complete(request)),
-                lambda reply: {"reply": _reply_record(reply)})
+                lambda reply: {"reply": reply.as_record()})
         except ProviderCallError as exc:
             row.status, row.failure_reason = "failed", str(exc)
             return ErrorModeOutcome(item, row)
@@ -178,17 +178,14 @@ class ErrorModeQuestions:
         return ErrorModeOutcome(item, row)
 
     def replay(self, item: ErrorModeItem, entries: list[dict[str, Any]]) -> ErrorModeOutcome:
-        from workbench.attribution.providers import ProviderReply, TokenUsage
+        from workbench.attribution.providers import ProviderReply
 
         from workbench.attribution.providers import ProviderCallError
 
         entry = entries[-1]
         row = self._row(item)
         if "reply" in entry:
-            record = entry["reply"]
-            reply = ProviderReply(text=record["text"], stop_reason=record.get("stop_reason"),
-                                  usage=TokenUsage(**(record.get("usage") or {})),
-                                  refusal=bool(record.get("refusal")), truncated=bool(record.get("truncated")))
+            reply = ProviderReply.from_record(entry["reply"])
         else:  # the raw body, journaled before the SDK parsed it
             try:
                 reply = self.provider.reply_from_body(entry["body"])
@@ -227,11 +224,6 @@ class ErrorModeOutcome:
 
     item: ErrorModeItem
     row: JudgeErrorMode
-
-
-def _reply_record(reply: ProviderReply) -> dict[str, Any]:
-    return {"text": reply.text, "stop_reason": reply.stop_reason, "usage": reply.usage.as_dict(),
-            "refusal": reply.refusal, "truncated": reply.truncated}
 
 
 def judge_error_modes(
