@@ -90,8 +90,8 @@ def register(app: typer.Typer) -> None:
                  f"{len(summary.no_audio)} without audio; flagged: {counts}")
             pool = summary.aci_pool
             if pool and pool.get("cut_off") is not None:
-                show(f"low_complexity is relative to the pool: ACI below {pool['cut_off']:.4g}, the "
-                     f"{pool['percentile']:g}th percentile of {pool['clips']} {pool['what']}")
+                show(f"low_complexity is relative to the pool: ACI below {pool['cut_off']:.4g}, percentile "
+                     f"{pool['percentile']:g} of {pool['clips']} {pool['what']}")
             if folder is not None:
                 for entry in payload["files"]:
                     if entry["error"] is None:

@@ -20,6 +20,8 @@ def test_overrule_a_flag_from_the_judgment_panel_and_undo(make_window, demo_stor
     panel = window.clip_panel
     items = [panel.quality_vote.itemText(i) for i in range(panel.quality_vote.count())]
     assert items == ["—", "overrule low_complexity", "restore low_complexity"]
+    # the pool-relative flag names its cut-off and the pool it was computed on
+    assert "low_complexity (aci 324.4 < 324.5, cut-off at percentile 2 of 4 clips of this fit" in panel.flags.toolTip()
     panel._quality_vote_activated(items.index("overrule low_complexity"))
 
     def votes() -> list[tuple[str, object]]:

@@ -3,7 +3,9 @@
 - :mod:`workbench.review.service` — :class:`ReviewService` (the glossary of the review view is
   at the top of that module);
 - :mod:`workbench.review.views` — the frozen dataclasses it returns;
-- :mod:`workbench.review.rules` — judge disagreement, consensus, queue order, blind mode;
+- :mod:`workbench.review.rules` — judge disagreement, consensus, queue order, labels entered;
+- :mod:`workbench.review.visibility` — the one visibility policy (blind mode, guess mode, a blind
+  plan, reveal): what the review window may show now;
 - :mod:`workbench.review.direction` — the direction view under the spectrogram.
 
 The names are re-exported here for callers that read the package as one.
