@@ -294,10 +294,10 @@ def _field(column: str, feature: Any) -> dict[str, Any]:
     return item
 
 
-def croissant_document(name: str, exported: Any, hashes: dict[str, str], made: dict[str, Any]) -> dict[str, Any]:
-    """Croissant 1.0 JSON-LD of the export: the Parquet files and the ``clips`` record set."""
-    from workbench.curation.hf_export import features
-
+def croissant_document(name: str, exported: Any, hashes: dict[str, str], made: dict[str, Any],
+                       feats: Any) -> dict[str, Any]:
+    """Croissant 1.0 JSON-LD of the export: the Parquet files and the ``clips`` record set
+    (``feats``: the export's ``datasets.Features``, as the card gets them)."""
     licences = sorted({r["licence"] for r in exported.rows if r.get("licence")})
     distribution: list[dict[str, Any]] = [
         {"@type": "cr:FileObject", "@id": path, "name": path, "contentUrl": path,
@@ -307,7 +307,6 @@ def croissant_document(name: str, exported: Any, hashes: dict[str, str], made: d
     distribution.append({"@type": "cr:FileSet", "@id": FILE_SET, "name": FILE_SET,
                          "description": "The Parquet files of the test split.",
                          "encodingFormat": "application/x-parquet", "includes": "data/test-*.parquet"})
-    feats = features(exported.columns)
     return {
         "@context": CROISSANT_CONTEXT,
         "@type": "sc:Dataset",

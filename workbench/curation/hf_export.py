@@ -348,7 +348,7 @@ def export_hf(
         hashes = {name: digest for name, (digest, _) in files.items()}
         num_bytes = sum(size for _, size in files.values())
         (folder / CROISSANT).write_text(
-            json.dumps(croissant_document(target.name, exported, hashes, made), ensure_ascii=False, indent=2) + "\n",
+            json.dumps(croissant_document(target.name, exported, hashes, made, features(exported.columns)), ensure_ascii=False, indent=2) + "\n",
             encoding="utf-8")
         (folder / CARD).write_text(
             card_text(target.name, exported, hashes, made, features(exported.columns), num_bytes), encoding="utf-8")
