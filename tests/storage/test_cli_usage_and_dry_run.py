@@ -128,7 +128,7 @@ def dry_runs(d: dict[str, Path]) -> dict[str, list[str]]:
     folder.mkdir(exist_ok=True)
     return {
         "import dataset": ["--format", "agl1k", str(write_csv(folder / "extra.csv", [clip_row(1), clip_row(2)])),
-                           "--name", "extra"],
+                           "--name", "extra", "--media-root", str(folder)],
         "import predictions": ["--model", "alm-dry", str(write_jsonl(folder / "alm.jsonl", HAND_RECORDS[:2]))],
         "media link": ["--root", str(folder)],
         "judge": ["--alm", ALM],

@@ -141,17 +141,27 @@ def test_every_reader_measures_an_answer_from_the_clip_position(store, tmp_path)
     assert seen == pytest.approx(dict.fromkeys(seen, expected), rel=1e-9), seen
 
 
-def test_rows_stored_from_the_record_truth_are_measured_again(store, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """A row stored before the import measured from the clip (its distance from the record's
-    stated truth) is read as measured from the clip by every reader, the leaderboard included."""
+def test_records_imported_before_their_dataset_are_measured_from_the_clip(store, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Records stored before any dataset (measured from their stated truth) are measured again
+    from the clip when the dataset links them; a row whose stored distance is stale (written
+    before the import measured from the clip) is read right by the readers that hold the clip."""
+    import json
+
+    from tests.storage.test_import_dataset import clip_row, write_csv
+    from workbench.importing import import_dataset, import_predictions
     from workbench.metrics.service import leaderboard
 
-    _essaouira_project(store, tmp_path)
-    stale = _km(36.5085, -9.7595, 31.5175, -9.7595)
-    with store.write() as s:
-        s.exec(select(Prediction)).one().distance_error_km = stale
+    record = {"question_id": "essaouira", "true_latitude": 36.5085, "true_longitude": -9.7595,
+              "predicted_latitude": "31.5175", "predicted_longitude": "-9.7595"}
+    path = tmp_path / "early.jsonl"
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    import_predictions(store, "early", path)
+    import_dataset(store, write_csv(tmp_path / "d.csv", [
+        clip_row(0, key="essaouira", latitude=31.5085, longitude=-9.7595)]), name="d")
     expected = _km(31.5085, -9.7595, 31.5175, -9.7595)
     assert float(leaderboard(store, "agl1k")["distance_error_km"].iloc[0]) == pytest.approx(expected, rel=1e-9)
+    with store.write() as s:
+        s.exec(select(Prediction)).one().distance_error_km = _km(36.5085, -9.7595, 31.5175, -9.7595)
     assert clip_record(store, "essaouira")["predictions"][0]["error_km"] == pytest.approx(expected, rel=1e-9)
 
 

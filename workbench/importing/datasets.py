@@ -262,4 +262,7 @@ def _link_waiting_predictions(session: Any, dataset_id: int) -> int:
         .values(clip_id=key_to_clip)
         .execution_options(synchronize_session=False)
     )
+    from workbench.importing.prediction_rows import remeasure_from_clips
+
+    remeasure_from_clips(session, dataset_id)  # their distances are measured from the clips now
     return int(result.rowcount or 0)

@@ -169,3 +169,28 @@ def truth_disagreements(
         values = record.values
         found.add(record.question_id, positions[clip_id], (values.get("true_latitude"), values.get("true_longitude")))
     return found
+
+
+def remeasure_from_clips(session: Session, dataset_id: int) -> int:
+    """Store, for the predictions linked to this dataset's clips whose distance was not measured
+    from the clip (the record states another true position, or none), the distance from the
+    clip's position: what :func:`prediction_row` stores for a linked record. Run when records
+    imported before their dataset are linked to its clips; returns how many rows changed."""
+    from sqlalchemy import func, or_, select, update
+
+    from storage.models import Clip
+    from workbench.metrics.distance import SAME_POSITION_DEG, answer_distance_km
+
+    rows = session.execute(
+        select(Prediction.id, Prediction.predicted_latitude, Prediction.predicted_longitude, Clip.latitude,
+               Clip.longitude)
+        .join(Clip, Clip.id == Prediction.clip_id)
+        .where(Clip.dataset_id == dataset_id, Clip.latitude.is_not(None), Clip.longitude.is_not(None),  # type: ignore[union-attr]
+               or_(Prediction.true_latitude.is_(None), Prediction.true_longitude.is_(None),  # type: ignore[union-attr]
+                   func.abs(Prediction.true_latitude - Clip.latitude) > SAME_POSITION_DEG,
+                   func.abs(Prediction.true_longitude - Clip.longitude) > SAME_POSITION_DEG))
+    ).all()
+    for row_id, pred_lat, pred_lon, lat, lon in rows:
+        session.execute(update(Prediction).where(Prediction.id == row_id).values(
+            distance_error_km=answer_distance_km(pred_lat, pred_lon, lat, lon)))
+    return len(rows)

@@ -64,7 +64,11 @@ def resample_counts(n: int, bootstrap: int, seed: int, name: str) -> np.ndarray:
     """(bootstrap, n) counts: how often each row is drawn in each resample (rows with replacement)."""
     if n == 0 or bootstrap <= 0:
         return np.zeros((max(bootstrap, 0), n))
-    return _rng(seed, name).multinomial(n, np.full(n, 1.0 / n), size=bootstrap).astype(float)
+    # n draws per resample, counted per row with one bincount over all resamples (a multinomial
+    # draw per resample took ~0.3 s per model of 1,444 clips).
+    draws = _rng(seed, name).integers(0, n, size=(bootstrap, n))
+    draws += np.arange(bootstrap)[:, None] * n
+    return np.bincount(draws.ravel(), minlength=bootstrap * n).reshape(bootstrap, n).astype(float)
 
 
 def _percentile_interval(values: np.ndarray) -> list[float | None]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -140,6 +140,8 @@ class _MetricRecords:
     columns: dict[str, np.ndarray]
     model_rank: np.ndarray
     models: list[str]
+    # Rank of a model -> the datasets its records are linked to (the coverage's denominator).
+    datasets: dict[int, set[Any]] = field(default_factory=dict)
 
 
 def _metric_records(store: Store, *, human_sounds: bool, question_ids: bool = False) -> _MetricRecords:
@@ -164,32 +166,57 @@ def _metric_records(store: Store, *, human_sounds: bool, question_ids: bool = Fa
         # The row id sits in every index: reading it keeps the scan on the covering index.
         names = ["id", "alm_run_id", *read]
         rows = _fetch(session, select(*(getattr(Prediction, name) for name in names)))
-        remeasured = _remeasured(session)  # rows whose stored distance was not measured from the clip
-        # Joining the clip would read the table rows (the covering index has no clip id);
-        # the clip links come from their own index instead, and are matched by row id.
-        clip_of = dict(_fetch(session, select(Prediction.id, Prediction.clip_id)))
-        clip_info = {row[0]: row[1:] for row in _fetch(session, select(Clip.id, Clip.dataset_id, Clip.human_sounds))}
+        need_links = human_sounds or lacking
+        clip_info = {row[0]: row[1:] for row in _fetch(
+            session, select(Clip.id, Clip.dataset_id, Clip.human_sounds, Clip.latitude, Clip.longitude))}
+        if need_links:
+            # Joining the clip would read the table rows (the covering index has no clip id);
+            # the clip links come from their own index instead, and are matched by row id.
+            clip_of = dict(_fetch(session, select(Prediction.id, Prediction.clip_id)))
+        else:
+            # The coverage needs only each model's dataset: an import links a result file to one
+            # dataset, so one linked row per run names it (no scan of every row's link).
+            first_clip = {run_id: session.execute(select(Prediction.clip_id).where(
+                Prediction.alm_run_id == run_id, Prediction.clip_id.is_not(None)).limit(1)).scalar()  # type: ignore[union-attr]
+                for run_id in runs}
         keys = dict(_fetch(session, select(Prediction.id, Prediction.question_id))) if question_ids else {}
     table = np.empty((len(rows), len(names)), dtype=object)
     if rows:
         table[:] = rows
     columns = {name: table[:, index] for index, name in enumerate(names)}
-    columns["distance_error_km"] = _apply_remeasured(columns["id"], columns["distance_error_km"], remeasured)
     if not lacking:
         for name in _COORDINATES:
             columns[name] = np.full(len(rows), None, dtype=object)
-    # In row id order, the order the join with the clips read them in: a sum over the same
-    # values in another order may differ in its last digit.
-    by_id = np.argsort(columns["id"].astype(np.int64), kind="stable")
-    columns = {name: values[by_id] for name, values in columns.items()}
-    ids = columns["id"].tolist()
-    links = [clip_of.get(row_id) for row_id in ids]
-    columns["clip_id"] = _object_array(links)
-    columns["dataset_id"] = _object_array([None if c is None else clip_info.get(c, (None, None))[0] for c in links])
+    datasets_of_run: dict[int, set[Any]] = {}
+    if not need_links:
+        for run_id, clip_id in first_clip.items():
+            dataset = clip_info.get(clip_id, (None,))[0] if clip_id is not None else None
+            datasets_of_run[run_id] = {dataset} if dataset is not None else set()
+    else:
+        # In row id order, the order the join with the clips read them in: a sum over the same
+        # values in another order may differ in its last digit.
+        by_id = np.argsort(columns["id"].astype(np.int64), kind="stable")
+        columns = {name: values[by_id] for name, values in columns.items()}
+        links = [clip_of.get(row_id) for row_id in columns["id"].tolist()]
+        info = [clip_info.get(c, (None,) * 4) if c is not None else (None,) * 4 for c in links]
+        for run_id, i in zip(columns["alm_run_id"].tolist(), info):
+            found = datasets_of_run.setdefault(run_id, set())
+            if i[0] is not None:
+                found.add(i[0])
     if human_sounds:
-        columns["human_sounds"] = _object_array([None if c is None else clip_info.get(c, (None, None))[1] for c in links])
+        columns["human_sounds"] = _object_array([i[1] for i in info])
+    if lacking:
+        # A row without a stored distance is measured here, from its clip's position (the one
+        # rule of workbench.metrics.distance); the stored distances were measured so at import
+        # (and by migration 0009 for rows stored before).
+        from workbench.metrics.distance import truth_position
+
+        truths = [truth_position(i[2], i[3], lat, lon) for i, lat, lon in zip(
+            info, columns["true_latitude"].tolist(), columns["true_longitude"].tolist())]
+        columns["true_latitude"] = _object_array([t[0] for t in truths])
+        columns["true_longitude"] = _object_array([t[1] for t in truths])
     if question_ids:
-        columns["question_id"] = _object_array([keys.get(row_id) for row_id in ids])
+        columns["question_id"] = _object_array([keys.get(row_id) for row_id in columns["id"].tolist()])
     del columns["id"]
     models = sorted(set(runs.values()))
     rank_of_run = {run_id: models.index(model) for run_id, model in runs.items()}
@@ -200,7 +227,11 @@ def _metric_records(store: Store, *, human_sounds: bool, question_ids: bool = Fa
     if not known.all():
         columns = {name: values[known] for name, values in columns.items()}
         ranks = ranks[known]
-    return _MetricRecords(columns, ranks, models)
+    datasets: dict[int, set[Any]] = {}
+    for run_id, found in datasets_of_run.items():
+        if run_id in rank_of_run:
+            datasets.setdefault(rank_of_run[run_id], set()).update(found)
+    return _MetricRecords(columns, ranks, models, datasets)
 
 
 def _object_array(values: list[Any]) -> np.ndarray:
@@ -332,10 +363,9 @@ def _dataset_sizes(store: Store, profile: str, by: str | None) -> dict[tuple[Any
     return sizes
 
 
-def _coverage(dataset_ids: np.ndarray, group: Any, sizes: dict[tuple[Any, Any], int]) -> int | None:
+def _coverage(linked: set[Any], group: Any, sizes: dict[tuple[Any, Any], int]) -> int | None:
     """Clips in the datasets a model's linked records belong to (in the row's group); None when
     no record is linked to a clip."""
-    linked = {d for d in dataset_ids.tolist() if d is not None}
     if not linked:
         return None
     return sum(sizes.get((d, group), 0) for d in linked)
@@ -405,7 +435,7 @@ def leaderboard(
         keep, n_common = _common_mask(records, listed)
     if not keep.all():
         records = _MetricRecords({k: v[keep] for k, v in records.columns.items()}, records.model_rank[keep],
-                                 records.models)
+                                 records.models, records.datasets)
     columns = [*METRIC_KEYS, "n_dataset"] if by is None else ["group", *METRIC_KEYS, "n_dataset"]
     if ci:
         columns += list(interval_keys())
@@ -415,18 +445,19 @@ def leaderboard(
     inputs = metric_inputs(records.columns, profiles)
     rows: list[dict[str, Any]] = []
     grouping: tuple[np.ndarray, _Slices] | None = None
+    sizes = _dataset_sizes(store, profiles[0], by)
     for name in profiles:
-        sizes = _dataset_sizes(store, name, by)
+        if by == "continent" and name != profiles[0]:  # only the continent groups differ by profile
+            sizes = _dataset_sizes(store, name, by)
         if grouping is None or by == "continent":  # the speech groups are the same in both profiles
             labels = None if by is None else _group_labels(records.columns, name, by)
             grouping = _groups(records.model_rank, labels)
         order, slices = grouping
         ordered = inputs.take(order)
-        datasets = records.columns["dataset_id"][order]
         for rank, group, rows_of_group in slices:
             part = ordered.take(rows_of_group)
             metrics = metrics_of(part, name, records.models[rank])
-            metrics["n_dataset"] = _coverage(datasets[rows_of_group], group, sizes)
+            metrics["n_dataset"] = _coverage(records.datasets.get(rank, set()), group, sizes)
             if ci:
                 label = records.models[rank] if group is None else f"{records.models[rank]}|{group}"
                 metrics.update(bootstrap_intervals(part, name, bootstrap=bootstrap, seed=seed, name=label))
