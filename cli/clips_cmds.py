@@ -108,6 +108,7 @@ def clips_show(ctx: typer.Context, key: str = typer.Argument(..., help="The clip
         top = ", ".join(f"{t['name'] or t['id']} {t['probability']:.2f}" for t in record["tags"][:10])
         lines.append(f"tags ({record['tagger']['model']}): {top}")
     for p in record["predictions"]:
+        error = "distance undefined" if p.get("error_km") is None else f"{p['error_km']:,.1f} km from the clip"
         lines.append(f"prediction {p['model']}: {p['predicted_city'] or '?'}, {p['predicted_country'] or '?'} "
                      f"({p['predicted_latitude']}, {p['predicted_longitude']})")
     for j in record["judgments"]:
