@@ -110,7 +110,8 @@ def clips_show(ctx: typer.Context, key: str = typer.Argument(..., help="The clip
     for p in record["predictions"]:
         error = "distance undefined" if p.get("error_km") is None else f"{p['error_km']:,.1f} km from the clip"
         lines.append(f"prediction {p['model']}: {p['predicted_city'] or '?'}, {p['predicted_country'] or '?'} "
-                     f"({p['predicted_latitude']}, {p['predicted_longitude']})")
+                     f"({p['predicted_latitude']}, {p['predicted_longitude']}); {error}"
+                     + ("; refused" if p.get("refused") else ""))
     for j in record["judgments"]:
         what = (f"{j['contribution']} {j['effect'] or ''}".strip() if j["status"] == "ok"
                 else f"failed: {j['failure_reason']}")

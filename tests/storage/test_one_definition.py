@@ -251,8 +251,18 @@ def test_one_visibility_policy_decides_what_the_review_window_shows() -> None:
     assert not offenders, offenders
 
 
-def test_clips_show_prints_the_distance_from_the_clip(store, sqlite_path, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
-    from cli.main import main
+# Names of the review window's visibility rule; only workbench/review/visibility.py decides with them.
+_VISIBILITY_RULES = {"labels_entered"}
+_VISIBILITY_STATE = {"blind_mode", "revealed", "guess_saved", "plan_blind"}
+
+
+def test_one_visibility_policy_decides_what_the_review_window_shows() -> None:
+    """Blind mode, guess mode, a study plan's blind flag and reveal are decided by
+    workbench.review.visibility.VisibilityPolicy alone (issue [N]): a module that calls the
+    labels-entered rule, keeps a blind/reveal flag of its own or writes its own "hidden in …"
+    message is a second rule and fails here."""
+    import ast
+    from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
     policy = "workbench/review/visibility.py"
@@ -277,3 +287,14 @@ def test_clips_show_prints_the_distance_from_the_clip(store, sqlite_path, tmp_pa
                     if node.value.lower().startswith(("hidden in blind mode", "hidden in guess mode")):
                         offenders.append(f"{relative}:{node.lineno}: its own {node.value!r}")
     assert not offenders, offenders
+
+
+def test_clips_show_prints_the_distance_from_the_clip(store, sqlite_path, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from cli.main import main
+
+    _essaouira_project(store, tmp_path)
+    store.dispose()
+    capsys.readouterr()
+    assert main(["--db", str(sqlite_path), "clips", "show", "essaouira"]) == 0
+    expected = _km(31.5085, -9.7595, 31.5175, -9.7595)
+    assert f"{expected:,.1f} km from the clip" in capsys.readouterr().out
