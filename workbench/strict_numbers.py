@@ -36,7 +36,10 @@ def shown(text: object, limit: int = 24) -> str:
 
 
 def _where(where: str, field: str) -> str:
-    return f"{where}: {field}" if where else field
+    """The message's head: "FILE:LINE: FIELD", or "FILE, line N, field X:" when ``field`` is empty."""
+    if where and field:
+        return f"{where}: {field}"
+    return f"{where}:" if where else field
 
 
 def _bound(value: float) -> str:
@@ -118,7 +121,7 @@ def check_text(text: str, where: str, field: str) -> str:
     match = _SURROGATE.search(text)
     if match is not None:
         raise InputError(f"{_where(where, field)}: {shown(match.group(0))} is a lone surrogate, not valid "
-                         "Unicode text; fix the file's encoding")
+                         "Unicode text; fix the encoding of the input")
     return text
 
 
