@@ -3,6 +3,11 @@
 Targets (issue [I]): `aglw --help` ≤ 0.25 s and `aglw clips list` on the demo project ≤ 0.5 s,
 median of 10 fresh processes. Also prints the five slowest imports of `aglw --help`
 (``python -X importtime``, cumulative), the first place to look when the figure grows.
+
+The reads (issue 32): `aglw metrics --model M`, `leaderboard`, `clips show KEY` and `judgments show`
+on the demo project, each against a bare ``python -c "import typer, rich"`` measured in the same
+run (wall and CPU time, medians), target ≤ 8 × the bare import; and which of the heavy packages
+(pandas, numpy, SQLAlchemy, SQLModel, torch) each read imports.
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ def main() -> int:
         help_cpu, list_cpu = cpu([*aglw, "--help"], env), cpu(list_argv, env)
         trace = subprocess.run([sys.executable, "-X", "importtime", "-m", "cli.main", "--help"],
                                capture_output=True, text=True, env=env, cwd=REPO).stderr
+        reads = _reads(aglw, demo.db_path, env)
     rows = []
     for line in trace.splitlines():
         parts = line.split("|")
@@ -65,7 +71,41 @@ def main() -> int:
           f"clips list {1000 * list_cpu:.0f} ms; load average {os.getloadavg()[0]:.1f}")
     print("    slowest imports of --help (cumulative): "
           + ", ".join(f"{name} {us / 1000:.0f} ms" for us, name in sorted(rows, reverse=True)[:5]))
+    for line in reads:
+        print(line)
     return 0
+
+
+HEAVY = ("pandas", "numpy", "sqlalchemy", "sqlmodel", "torch")
+
+
+def _reads(aglw: list[str], db_path: Path, env: dict[str, str]) -> list[str]:
+    """The read commands against a bare `import typer, rich`, wall and CPU, with the heavy packages each imports."""
+    import sqlite3
+
+    with sqlite3.connect(db_path) as connection:
+        model = connection.execute("SELECT model FROM alm_run ORDER BY id LIMIT 1").fetchone()[0]
+        key = connection.execute("SELECT key FROM clip ORDER BY id LIMIT 1").fetchone()[0]
+    bare = [sys.executable, "-c", "import typer, rich"]
+    commands = {
+        "metrics --model M": ["metrics", "--model", model],
+        "leaderboard": ["leaderboard"],
+        "clips show KEY": ["clips", "show", key],
+        "judgments show": ["judgments", "show"],
+    }
+    bare_wall, bare_cpu = wall(bare, env), cpu(bare, env)
+    lines = [f"P11 reads (demo project), against a bare `import typer, rich`: wall {1000 * bare_wall:.0f} ms, "
+             f"CPU {1000 * bare_cpu:.0f} ms (target: each read <= 8 x)"]
+    for label, argv in commands.items():
+        full = [*aglw, "--db", str(db_path), *argv]
+        w, c = wall(full, env), cpu(full, env)
+        trace = subprocess.run([sys.executable, "-X", "importtime", *full[1:]], capture_output=True, text=True,
+                               env=env, cwd=REPO).stderr
+        imported = sorted({part.strip().split(".")[0] for part in (line.split("|")[-1] for line in trace.splitlines()
+                                                                    if line.startswith("import time:"))} & set(HEAVY))
+        lines.append(f"    {label:<18s} wall {1000 * w:5.0f} ms = {w / bare_wall:4.1f} x, CPU {1000 * c:5.0f} ms = "
+                     f"{c / bare_cpu:4.1f} x; imports {', '.join(imported) or 'none of ' + '/'.join(HEAVY)}")
+    return lines
 
 
 if __name__ == "__main__":

@@ -17,8 +17,10 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy inside the functions: `aglw clips show` reads quality_flags without it
+    import numpy as np
 
 CLIPPING_LEVEL = 0.999
 
@@ -50,6 +52,8 @@ DEFAULT_THRESHOLDS = QualityThresholds()
 
 
 def _mono_mix(samples: np.ndarray) -> np.ndarray:
+    import numpy as np
+
     samples = np.asarray(samples, dtype=np.float32)
     if samples.ndim == 2:
         return samples.mean(axis=1, dtype=np.float32) if samples.shape[1] > 1 else samples[:, 0]
@@ -60,6 +64,7 @@ def _mono_mix(samples: np.ndarray) -> np.ndarray:
 
 def _spectral_flatness(mono: np.ndarray) -> float:
     import librosa
+    import numpy as np
 
     if mono.size < 2048:
         mono = np.pad(mono, (0, 2048 - mono.size))
@@ -67,6 +72,7 @@ def _spectral_flatness(mono: np.ndarray) -> float:
 
 
 def _aci(mono: np.ndarray, sample_rate: int) -> float:
+    import numpy as np
     from maad import features, sound
 
     if not np.any(mono):
@@ -96,6 +102,8 @@ def quality_metrics(samples: np.ndarray, sample_rate: int) -> QualityMetrics:
     QualityMetrics
         ``rms_dbfs`` is ``-inf`` for digital silence; other metrics are finite.
     """
+    import numpy as np
+
     mono = _mono_mix(samples)
     if mono.size == 0:
         return QualityMetrics(rms_dbfs=-math.inf, spectral_flatness=0.0, clipping_ratio=0.0, aci=0.0)
@@ -117,6 +125,8 @@ QUALITY_FLAGS: tuple[str, ...] = ("low_level", "flat_spectrum", "clipping", "low
 
 def aci_percentile(pool_aci: np.ndarray | list[float], percentile: float = 2.0) -> float | None:
     """The pool's ACI percentile used as the low-complexity cut (``None`` for an empty pool)."""
+    import numpy as np
+
     values = np.asarray(pool_aci, dtype=np.float64)
     values = values[np.isfinite(values)]
     return float(np.percentile(values, percentile)) if values.size else None
@@ -126,6 +136,8 @@ def aci_pool(pool_aci: np.ndarray | list[float], what: str, percentile: float = 
     """The pool a low-complexity cut-off was computed on: how many clips, which percentile, the
     cut-off itself. The flag is relative to the pool (a clip flagged in a 2-clip project may pass
     in a folder of 1,000), so every output of it says which pool."""
+    import numpy as np
+
     values = np.asarray(pool_aci, dtype=np.float64)
     values = values[np.isfinite(values)]
     return {"clips": int(values.size), "percentile": float(percentile), "cut_off": aci_percentile(values, percentile),
