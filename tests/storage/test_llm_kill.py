@@ -126,7 +126,7 @@ def test_twenty_kills_during_alm_run_lose_nothing_and_buy_nothing_twice(tmp_path
             per_clip = dict(s.execute(select(AlmAnswer.clip_key, func.count()).where(AlmAnswer.status == "ok")
                                       .group_by(AlmAnswer.clip_key)).all())
             predictions = s.execute(select(func.count()).select_from(Prediction)).scalar()
-            statuses = list(s.execute(select(AlmJob.status)).scalars())
+            statuses = list(s.execute(select(AlmJob.status).order_by(AlmJob.id)).scalars())
             failed = s.execute(select(func.count()).select_from(AlmAnswer).where(AlmAnswer.status != "ok")).scalar()
     finally:
         store.dispose()
@@ -160,8 +160,8 @@ def test_twenty_kills_during_judge_lose_nothing_and_buy_nothing_twice(store, sql
     assert len(counts) == 80 and unexcused == []
     assert max(flying) <= CONCURRENCY
     with store.session() as s:
-        calls = list(s.exec(select(JudgeCall)))
-        statuses = list(s.exec(select(JudgeRun.status)))
+        calls = list(s.execute(select(JudgeCall)).scalars())
+        statuses = list(s.execute(select(JudgeRun.status).order_by(JudgeRun.id)).scalars())
     per_clip: dict[int, int] = {}
     for call in calls:
         assert call.status == "ok"
