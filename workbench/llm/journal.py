@@ -68,8 +68,12 @@ class Journal:
         folder = journal_dir(store)
         name = f"{kind}-{hashlib.sha256(identity.encode('utf-8')).hexdigest()[:20]}.jsonl"
         journal = cls(folder / name, label)
-        folder.mkdir(parents=True, exist_ok=True)
-        journal._handle = open(journal.path, "a+b")  # noqa: SIM115 - held for the run's lifetime
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            journal._handle = open(journal.path, "a+b")  # noqa: SIM115 - held for the run's lifetime
+        except OSError as exc:
+            raise AglwError(f"cannot write the journal of paid answers {journal.path} ({exc.strerror or exc}); "
+                            "nothing was asked. Make the project's folder writable") from None
         try:
             import fcntl
 
