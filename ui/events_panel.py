@@ -417,7 +417,8 @@ def install_events_panel(session: ReviewSession, window: QMainWindow,
 
         # Once the window's event loop runs: tabified before, Qt left a stale copy of the tab bar
         # drawn where the window's first (default-size) layout put it.
-        QTimer.singleShot(0, tabify)
+        # With the dock as context: a window deleted before the loop turns drops the call.
+        QTimer.singleShot(0, dock, tabify)
     controller = EventsController(session, player_view, panel)
     session.clipShown.connect(controller.set_clip)
     session.audioShown.connect(controller.audio_ready)
