@@ -98,3 +98,15 @@ def test_engine_mistakes_are_one_line_errors(project, model, tmp_path: Path) -> 
         check_engine("local", "127.0.0.1:6379")
     with pytest.raises(AglwError, match="no Ray cluster answers"):
         tag_clips(project, model, ontology.classes, remote=RayTagging("127.0.0.1:1"))
+
+
+def test_ray_batched_path_stores_the_rows_of_the_local_engine(project, model, ray_instance, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    """What `tag --engine ray --device cuda` runs (a decoding stage, then actors tagging the decoded
+    clips' windows in shared passes), wired on CPU: the local engine's rows."""
+    ontology = load_ontology(*write_small_ontology(tmp_path / "onto"))
+    local = tag_clips(project, model, ontology.classes, batch_size=4)
+    batched = tag_clips(project, model, ontology.classes, batch_size=4, fresh_run=True, remote=RayTagging(workers=2),
+                        workers=2, batched=True)
+    assert batched.n_tagged == local.n_tagged == 2
+    assert {f.key for f in batched.failures} == {f.key for f in local.failures} == {"gone", "escape"}
+    _same(_rows(project, local.run_id), _rows(project, batched.run_id))
