@@ -5,7 +5,7 @@ mutation may spoil, and the command that reads it. A case takes the valid file, 
 numeric field with a hostile number (which MUST be refused, with one line naming the file and
 the physical line) and/or applies structural damage (blank lines, quoted newlines, truncation,
 byte flips, ragged rows: either outcome is fine, a crash is not). After each refused case the
-project is byte-for-byte what it was. A new importer (datasets) adds a Target to ``TARGETS``.
+project is byte-for-byte what it was. A new importer (datasets) adds its Target in ``_build_targets``.
 """
 
 from __future__ import annotations
