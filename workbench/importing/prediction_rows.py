@@ -166,8 +166,10 @@ def truth_disagreements(
         clip_id = clip_ids.get(record.question_id)
         if clip_id is None or clip_id not in positions:
             continue
-        values = record.values
-        found.add(record.question_id, positions[clip_id], (values.get("true_latitude"), values.get("true_longitude")))
+        truth = getattr(record, "truth", None)
+        if truth is None:
+            truth = (record.values.get("true_latitude"), record.values.get("true_longitude"))
+        found.add(record.question_id, positions[clip_id], truth)
     return found
 
 

@@ -43,6 +43,9 @@ class PredictionRecord:
     line_no: int
     question_id: str
     values: dict[str, Any]
+    # The stated true position (lat, lon), kept by a scan that keeps no values: the import
+    # compares it with the clip's (workbench.importing.prediction_rows.truth_disagreements).
+    truth: tuple[Any, Any] | None = None
 
 
 @dataclass
@@ -406,7 +409,8 @@ def scan_prediction_file(path: str | Path) -> PredictionFile:
     -------
     PredictionFile
         Findings as :func:`read_prediction_file` gives them, but ``records`` holds each good
-        record's line, ``question_id`` and true coordinates only: memory stays flat however large
+        record's line and ``question_id`` with empty ``values`` (and its stated true position in
+        ``truth``): memory stays flat however large
         the file. :func:`iter_prediction_records` yields the records themselves.
 
     Raises
@@ -422,8 +426,8 @@ def scan_prediction_file(path: str | Path) -> PredictionFile:
         record = collector.record(line_no, obj, keep_values=False)
         if record is not None:
             values = record.values
-            light.append(PredictionRecord(record.line_no, record.question_id, {
-                "true_latitude": values["true_latitude"], "true_longitude": values["true_longitude"]}))
+            light.append(PredictionRecord(record.line_no, record.question_id, {},
+                                          truth=(values["true_latitude"], values["true_longitude"])))
     result = collector.finish()
     result.records = light
     return result
