@@ -101,8 +101,9 @@ class LeaderboardView(QWidget):
         layout.addWidget(self._compare_panel())
         self.profile.currentTextChanged.connect(lambda _t: self.refresh())
         self.by.currentIndexChanged.connect(lambda _i: self.refresh())
-        self.common.toggled.connect(lambda _c: self.refresh())
-        self.ci.toggled.connect(lambda _c: self.refresh())
+        # 2,000 resamples of every model take seconds: read off the GUI thread
+        self.common.toggled.connect(lambda _c: self.refresh_in_background())
+        self.ci.toggled.connect(lambda _c: self.refresh_in_background())
         self.refresh()
 
     def _compare_panel(self) -> QWidget:
