@@ -21,9 +21,19 @@ def _tab(view: AgreementView, prefix: str):  # type: ignore[no-untyped-def]
 
 
 def _shown(table) -> pd.DataFrame:  # type: ignore[no-untyped-def]
-    headers = [table.horizontalHeaderItem(c).text() for c in range(table.columnCount())]
+    """The table by column key (the header shows a readable title, its key under UserRole); a number
+    cell as its full value (the cell shows it rounded for the reader), other cells as shown."""
+    from PySide6.QtCore import Qt
+
+    def cell(r: int, c: int) -> str:
+        item = table.item(r, c)
+        raw = item.data(Qt.ItemDataRole.UserRole)
+        return item.text() if raw is None else str(raw)
+
+    headers = [table.horizontalHeaderItem(c).data(Qt.ItemDataRole.UserRole) or table.horizontalHeaderItem(c).text()
+               for c in range(table.columnCount())]
     return pd.DataFrame(
-        [[table.item(r, c).text() for c in range(table.columnCount())] for r in range(table.rowCount())],
+        [[cell(r, c) for c in range(table.columnCount())] for r in range(table.rowCount())],
         columns=headers,
     )
 
