@@ -251,44 +251,6 @@ def test_one_visibility_policy_decides_what_the_review_window_shows() -> None:
     assert not offenders, offenders
 
 
-# Names of the review window's visibility rule; only workbench/review/visibility.py decides with them.
-_VISIBILITY_RULES = {"labels_entered"}
-_VISIBILITY_STATE = {"blind_mode", "revealed", "guess_saved", "plan_blind"}
-
-
-def test_one_visibility_policy_decides_what_the_review_window_shows() -> None:
-    """Blind mode, guess mode, a study plan's blind flag and reveal are decided by
-    workbench.review.visibility.VisibilityPolicy alone (issue [N]): a module that calls the
-    labels-entered rule, keeps a blind/reveal flag of its own or writes its own "hidden in …"
-    message is a second rule and fails here."""
-    import ast
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[2]
-    policy = "workbench/review/visibility.py"
-    offenders = []
-    for folder in ("workbench", "ui", "cli"):
-        for path in sorted((root / folder).rglob("*.py")):
-            relative = path.relative_to(root).as_posix()
-            if relative == policy:
-                continue
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-            for node in ast.walk(tree):
-                if isinstance(node, ast.Call):
-                    name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
-                    if name in _VISIBILITY_RULES:
-                        offenders.append(f"{relative}:{node.lineno}: calls {name}")
-                elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                    for target in targets:
-                        if isinstance(target, ast.Attribute) and target.attr in _VISIBILITY_STATE:
-                            offenders.append(f"{relative}:{node.lineno}: keeps its own .{target.attr}")
-                elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-                    if node.value.lower().startswith(("hidden in blind mode", "hidden in guess mode")):
-                        offenders.append(f"{relative}:{node.lineno}: its own {node.value!r}")
-    assert not offenders, offenders
-
-
 def test_clips_show_prints_the_distance_from_the_clip(store, sqlite_path, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     from cli.main import main
 
