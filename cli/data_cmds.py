@@ -307,7 +307,7 @@ def leaderboard_cmd(
         title += f", on the {n_common:,} clips every listed model answered"
     if ci:
         title += f"; [95 % bootstrap interval, B = {bootstrap:,}, seed {seed}]"
-    from workbench.metrics.keys import header
+    from workbench.formatting import metric_title as header
 
     from workbench.metrics.keys import DISTANCE_HEADER
 
@@ -346,7 +346,7 @@ def compare_cmd(
     if app.json:
         emit_json(result)
         return
-    from workbench.metrics.keys import header
+    from workbench.formatting import metric_title as header
 
     a, b = (escape(n) for n in result["models"])
     table = Table(title=f"{a} vs {b} on the {result['n_common']:,} clips both answered ({profile} profile); "

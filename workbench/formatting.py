@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from workbench.metrics.keys import COVERAGE_HEADER, DISTANCE_HEADER, PROFILES
+
 MISSING = "—"
 
 
@@ -112,7 +114,8 @@ METRIC_TITLES = {
     "profile": "profile",
     "n": "n",
     "n_dataset": "n in dataset",
-    "distance_error_km": "mean error (km)",
+    "distance_error_km": DISTANCE_HEADER,  # says it is a mean and how a refusal counts (issue [N])
+    "coverage": COVERAGE_HEADER,
     "continent_acc": "continent acc.",
     "country_acc": "country acc.",
     "city_acc": "city acc.",
@@ -144,6 +147,9 @@ def metric_title(key: str) -> str:
     read with spaces for underscores, a ``_ci`` column as its metric's title with ``95 % CI``."""
     if key.endswith("_ci") and key[:-3] in METRIC_TITLES:
         return f"{METRIC_TITLES[key[:-3]]} 95 % CI"
+    for profile in PROFILES:  # a profile's own column side by side: ``country_acc_iso``
+        if key.endswith(f"_{profile}") and key[: -len(profile) - 1] in METRIC_TITLES:
+            return f"{METRIC_TITLES[key[: -len(profile) - 1]]} ({profile})"
     return METRIC_TITLES.get(key, key.replace("_", " "))
 
 
