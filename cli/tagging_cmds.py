@@ -115,7 +115,8 @@ def register(app: typer.Typer) -> None:
             emit_json(payload)
         else:
             show(
-                f"run {summary.run_id} ({summary.model}): {summary.n_tagged} tagged, {summary.n_skipped} already done, "
+                f"run {summary.run_id} ({summary.model} on {summary.device}, precision {summary.precision}): "
+                f"{summary.n_tagged} tagged, {summary.n_skipped} already done, "
                 f"{len(summary.failures)} failed, {len(summary.no_audio)} without audio (not attempted)"
             )
             for failure in summary.failures[:_SHOWN_FAILURES]:

@@ -215,5 +215,7 @@ def test_precision_is_recorded_and_keys_the_run(project, checkpoint_file: Path, 
     assert payload["precision"] == "fast" and payload["device"] == "cpu"
     with project.session() as s:
         assert s.get(TaggerRun, payload["run_id"]).parameters["precision"] == "fast"
+    assert main(["--db", db, "tag", "--clips", "b", "--model", "mn01_as", "--precision", "fast"]) == 0
+    assert "(mn01_as on cpu, precision fast): 0 tagged, 1 already done" in capsys.readouterr().out
     assert main(["--db", db, "tag", "--clips", "b", "--model", "mn01_as", "--precision", "half"]) == 2
     assert "expected full or fast" in capsys.readouterr().err
