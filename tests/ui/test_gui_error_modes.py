@@ -23,7 +23,7 @@ def test_tag_error_modes_with_the_keyboard_and_undo(make_window, demo_store, qtb
     window = make_window()
     window.show()
     qtbot.waitExposed(window)
-    window.open_clip(window.browser.visible_clip_ids()[0])
+    window.open_clip(window.review.clip_id_for_key("DEMO-0004"))  # a wrong answer: error modes tag those
     panel = window.error_modes
     tabs = window.evidence_tabs
     tabs.setCurrentIndex([tabs.tabText(i) for i in range(tabs.count())].index("Error modes"))  # the user's click
