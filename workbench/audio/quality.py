@@ -123,6 +123,14 @@ def quality_metrics(samples: np.ndarray, sample_rate: int) -> QualityMetrics:
 QUALITY_FLAGS: tuple[str, ...] = ("low_level", "flat_spectrum", "clipping", "low_complexity")
 
 
+def stored_flag_name(flag: object) -> str:
+    """The name of one entry of a stored ``quality_flags`` list: a ``{"flag": ...}`` dict (with its
+    cut-off and pool) or, in fits stored before those were kept, the bare name."""
+    if isinstance(flag, dict):
+        return str(flag.get("flag") or flag.get("name") or flag)
+    return str(flag)
+
+
 def aci_percentile(pool_aci: np.ndarray | list[float], percentile: float = 2.0) -> float | None:
     """The pool's ACI percentile used as the low-complexity cut (``None`` for an empty pool)."""
     import numpy as np

@@ -27,6 +27,7 @@ from sqlalchemy import select
 import workbench
 from storage import Store
 from storage.models import Clip, CurationClipResult, Dataset, Tag
+from workbench.audio.quality import stored_flag_name
 from workbench.errors import AglwError
 from workbench.media import clip_audio, dataset_roots
 from workbench.speech import SPEECH_CLASS_ID, SPEECH_TAG_THRESHOLD, is_speech_clip
@@ -141,7 +142,7 @@ def _curation(session: Any, run_id: int | None, clip_ids: list[int]) -> tuple[di
 def _flag_names(flags: Any) -> list[str]:
     names = []
     for flag in flags or []:
-        name = flag.get("flag") if isinstance(flag, dict) else flag
+        name = stored_flag_name(flag)
         overruled = isinstance(flag, dict) and flag.get("overruled")
         if name and not overruled:
             names.append(str(name))

@@ -491,8 +491,11 @@ def quality_flags(quality: pd.DataFrame, params: FitParameters) -> dict[Any, lis
     return flags
 
 
-def describe_flag(flag: dict[str, Any]) -> str:
-    """One quality flag for people: its value against the cut-off, and for a pool-relative flag the pool."""
+def describe_flag(flag: dict[str, Any] | str) -> str:
+    """One quality flag for people: its value against the cut-off, and for a pool-relative flag the pool
+    (a fit stored before values were kept has the name alone)."""
+    if not isinstance(flag, dict):
+        return str(flag)
     op = {"low_level": "<", "flat_spectrum": ">", "clipping": ">", "low_complexity": "<"}.get(flag.get("flag"), "vs")
     text = f"{flag.get('flag')} ({flag.get('metric')} {flag.get('value', float('nan')):.4g} {op} " \
            f"{flag.get('threshold', float('nan')):.4g}"

@@ -32,6 +32,7 @@ from sqlalchemy import select as sql_select
 
 from storage import Store
 from storage.models import AlmRun, Clip, Selection
+from workbench.audio.quality import stored_flag_name
 from workbench.curation import service
 from workbench.curation.inputs import gather_inputs
 from workbench.curation.model import FitParameters
@@ -159,7 +160,7 @@ def accepted_left_out(pool: pd.DataFrame, chosen: list[Any], keys: pd.Series, si
                       + " — an accept does not lift a flag; overrule it with `aglw quality overrule`")
         else:
             reason = f"more eligible accepts than --size {size}; accepts are taken by localizability, best first"
-        out.append({"key": str(keys.at[clip]), "reason": reason, "flags": [f["flag"] for f in flags]})
+        out.append({"key": str(keys.at[clip]), "reason": reason, "flags": [stored_flag_name(f) for f in flags]})
     return sorted(out, key=lambda r: r["key"])
 
 
@@ -281,7 +282,7 @@ def selection_pool(store: Store, run_id: int) -> tuple[pd.DataFrame, pd.Series, 
         with store.session() as s:
             speech_probability = speech_probabilities(s, tagger_run_id=int(tagger_run_id))
     unresolved = pd.Series(
-        [[f for f in (flags or []) if not inputs.flag_overruled(clip, f["flag"])]
+        [[f for f in (flags or []) if not inputs.flag_overruled(clip, stored_flag_name(f))]
          for clip, flags in zip(clips.index, clips["quality_flags"])],
         index=clips.index, dtype=object,
     )

@@ -420,14 +420,10 @@ def _speech(human_sounds: float | None, speech_probability: float | None) -> boo
 
 
 def _flag_names(flags: Any) -> tuple[str, ...]:
-    """Flag names from a stored ``quality_flags`` list (strings or ``{"flag": ...}`` dicts)."""
-    names = []
-    for flag in flags or ():
-        if isinstance(flag, dict):
-            names.append(str(flag.get("flag") or flag.get("name") or flag))
-        else:
-            names.append(str(flag))
-    return tuple(names)
+    """Flag names from a stored ``quality_flags`` list."""
+    from workbench.audio.quality import stored_flag_name
+
+    return tuple(stored_flag_name(flag) for flag in flags or ())
 
 
 def _clip_and_roots(session: Session, clip_id: int) -> tuple[Clip, list[Path]]:
