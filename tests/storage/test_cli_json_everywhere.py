@@ -77,6 +77,7 @@ def commands(w: dict, run: str, api_url: str) -> dict[str, list[str]]:
         "import predictions": ["--model", f"alm-{run}", str(_predictions(out))],
         "metrics": ["--model", "DEMO-ALM (synthetic reasoning)"],
         "leaderboard": [],
+        "compare": ["--models", f"DEMO-ALM (synthetic reasoning),alm-{run}", "--bootstrap", "100"],
         "fetch-audio": ["--clips", "DEMO-0001", "--to", str(out / "downloads"),
                         "--url-template", f"{w['source_url']}/{{key}}/{{mp3name}}"],
         "analyze": [str(w["tone"])],
@@ -175,7 +176,9 @@ def _agl1k_csv(folder: Path) -> Path:
 def _predictions(folder: Path) -> Path:
     from tests.storage.test_import_predictions import HAND_RECORDS, write_jsonl
 
-    return write_jsonl(folder / "alm.jsonl", HAND_RECORDS[:2])
+    # Answers on two demo clips, so that `compare` has clips both models answered.
+    return write_jsonl(folder / "alm.jsonl", [dict(r, question_id=f"DEMO-{i:04d}") for i, r in
+                                              enumerate(HAND_RECORDS[:2], start=1)])
 
 
 def test_every_command_is_listed_here() -> None:
@@ -184,7 +187,7 @@ def test_every_command_is_listed_here() -> None:
 
 def _names() -> set[str]:
     return {
-        "import dataset", "import predictions", "metrics", "leaderboard", "fetch-audio", "analyze", "analyze-pool", "direction",
+        "import dataset", "import predictions", "metrics", "leaderboard", "compare", "fetch-audio", "analyze", "analyze-pool", "direction",
         "tag", "tag-file", "judge", "judge models", "label set", "label clip", "label polarity", "label history",
         "fit", "select", "export selection", "export dataset", "agreement", "screenshot", "demo", "clips list", "clips show",
         "media link", "judgments show", "check locations", "alm run", "export predictions",
