@@ -182,7 +182,7 @@ def test_the_view_counts_honestly_and_compares_two_models(qtbot, sqlite_path, tm
     for r in range(view.compare_table.rowCount()):
         metric = view.compare_table.item(r, headers.index("metric")).text()
         p_holm = view.compare_table.item(r, headers.index("p_holm")).data(Qt.ItemDataRole.UserRole)
-        assert p_holm == pytest.approx(cli[metric]["p_holm"])
+        assert float(p_holm) == pytest.approx(cli[metric]["p_holm"])  # the full value (a number or its repr)
     assert "2 clips both answered" in view.compare_status.text()
     view.shutdown()
     store.dispose()

@@ -80,12 +80,15 @@ def _percentile_interval(values: np.ndarray) -> list[float | None]:
 
 
 def bootstrap_intervals(
-    inputs: MetricInputs, profile: str, *, bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0, name: str = ""
+    inputs: MetricInputs, profile: str, *, bootstrap: int = DEFAULT_BOOTSTRAP, seed: int = 0, name: str = "",
+    counts: np.ndarray | None = None,
 ) -> dict[str, list[float | None]]:
     """``<key>_ci`` -> [low, high]: 95 % percentile intervals of every metric, clips resampled
-    with replacement ``bootstrap`` times (seeded by ``seed`` and ``name``); [None, None] where no
-    resample defines the metric."""
-    counts = resample_counts(len(inputs), bootstrap, seed, name)
+    with replacement ``bootstrap`` times (seeded by ``seed`` and ``name``; ``counts``: those
+    resamples drawn already, :func:`resample_counts`); [None, None] where no resample defines
+    the metric."""
+    if counts is None:
+        counts = resample_counts(len(inputs), bootstrap, seed, name)
     out: dict[str, list[float | None]] = {}
     with np.errstate(invalid="ignore", divide="ignore"):
         for key, (value, weight) in row_terms(inputs, profile).items():

@@ -415,7 +415,7 @@ def leaderboard(
     AglwError
         Unknown profile, grouping or model.
     """
-    from workbench.metrics.intervals import bootstrap_intervals, interval_keys
+    from workbench.metrics.intervals import bootstrap_intervals, interval_keys, resample_counts
 
     profiles: tuple[str, ...] = PROFILES if profile == "both" else (profile,)
     for name in profiles:
@@ -444,24 +444,25 @@ def leaderboard(
     # is a handful of array operations on a slice.
     inputs = metric_inputs(records.columns, profiles)
     rows: list[dict[str, Any]] = []
-    grouping: tuple[np.ndarray, _Slices] | None = None
-    sizes = _dataset_sizes(store, profiles[0], by)
-    for name in profiles:
-        if by == "continent" and name != profiles[0]:  # only the continent groups differ by profile
-            sizes = _dataset_sizes(store, name, by)
-        if grouping is None or by == "continent":  # the speech groups are the same in both profiles
-            labels = None if by is None else _group_labels(records.columns, name, by)
-            grouping = _groups(records.model_rank, labels)
-        order, slices = grouping
-        ordered = inputs.take(order)
+    # Only the continent groups differ by profile; otherwise every profile reads the same slices,
+    # and a slice's bootstrap resamples are drawn once for all profiles.
+    passes = []
+    for names in ([[name] for name in profiles] if by == "continent" else [list(profiles)]):
+        labels = None if by is None else _group_labels(records.columns, names[0], by)
+        order, slices = _groups(records.model_rank, labels)
+        passes.append((names, _dataset_sizes(store, names[0], by), inputs.take(order), slices))
+    for names, sizes, ordered, slices in passes:
         for rank, group, rows_of_group in slices:
             part = ordered.take(rows_of_group)
-            metrics = metrics_of(part, name, records.models[rank])
-            metrics["n_dataset"] = _coverage(records.datasets.get(rank, set()), group, sizes)
-            if ci:
-                label = records.models[rank] if group is None else f"{records.models[rank]}|{group}"
-                metrics.update(bootstrap_intervals(part, name, bootstrap=bootstrap, seed=seed, name=label))
-            rows.append(metrics if by is None else {"group": group, **metrics})
+            label = records.models[rank] if group is None else f"{records.models[rank]}|{group}"
+            counts = resample_counts(len(part), bootstrap, seed, label) if ci else None
+            for name in names:
+                metrics = metrics_of(part, name, records.models[rank])
+                metrics["n_dataset"] = _coverage(records.datasets.get(rank, set()), group, sizes)
+                if ci:
+                    metrics.update(bootstrap_intervals(part, name, bootstrap=bootstrap, seed=seed, name=label,
+                                                       counts=counts))
+                rows.append(metrics if by is None else {"group": group, **metrics})
     table = pd.DataFrame(rows, columns=columns)
     sort_keys = (["group"] if by is not None else []) + ["profile", "distance_error_km", "model"]
     table = table.sort_values(sort_keys, kind="stable", na_position="last").reset_index(drop=True)
