@@ -21,16 +21,19 @@ def _tab(view: AgreementView, prefix: str):  # type: ignore[no-untyped-def]
 
 
 def _shown(table) -> pd.DataFrame:  # type: ignore[no-untyped-def]
-    """The table by column key (the header shows a readable title, its key under UserRole); a number
-    cell as its full value (the cell shows it rounded for the reader), other cells as shown."""
-    from PySide6.QtCore import Qt
-
+    """The table by column key (the header shows a readable title, its tooltip the key); a number
+    cell as its full value (its tooltip; the cell shows it rounded for the reader), other cells as shown."""
     def cell(r: int, c: int) -> str:
         item = table.item(r, c)
-        raw = item.data(Qt.ItemDataRole.UserRole)
-        return item.text() if raw is None else str(raw)
+        full = item.toolTip()  # a number cell's full value (repr)
+        if not full:
+            return item.text()
+        if full.lstrip("-").isdigit():
+            return full
+        number = float(full)
+        return "" if number != number else f"{number:.6g}"
 
-    headers = [table.horizontalHeaderItem(c).data(Qt.ItemDataRole.UserRole) or table.horizontalHeaderItem(c).text()
+    headers = [table.horizontalHeaderItem(c).toolTip() or table.horizontalHeaderItem(c).text()
                for c in range(table.columnCount())]
     return pd.DataFrame(
         [[cell(r, c) for c in range(table.columnCount())] for r in range(table.rowCount())],

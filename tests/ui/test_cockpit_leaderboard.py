@@ -13,14 +13,12 @@ from workbench.importing import import_predictions
 
 
 def rows_of(view: LeaderboardView) -> dict[tuple[str, ...], dict[str, str]]:
-    """The table: (group?, model, profile) → column key → the cell's value (its full number kept
-    under UserRole, shown as a string like the old cells so the hand computations compare)."""
-    from PySide6.QtCore import Qt
-
+    """The table: (group?, model, profile) → column key (the header's tooltip) → the cell's value (its
+    full number, the tooltip, written like the old cells so the hand computations compare)."""
     from workbench.formatting import metric_title
 
     table = view.table
-    headers = [table.horizontalHeaderItem(c).data(Qt.ItemDataRole.UserRole) for c in range(table.columnCount())]
+    headers = [table.horizontalHeaderItem(c).toolTip() for c in range(table.columnCount())]
     # the shown titles are the readable ones (no snake_case), the key is kept beside them
     assert [table.horizontalHeaderItem(c).text() for c in range(table.columnCount())] == [metric_title(h) for h in headers]
     rows = {}
@@ -33,14 +31,15 @@ def rows_of(view: LeaderboardView) -> dict[tuple[str, ...], dict[str, str]]:
 
 
 def _raw_text(item) -> str:  # type: ignore[no-untyped-def]
-    """A numeric cell's full value in the old cell format (4 significant digits, 1 decimal from 1000)."""
-    from PySide6.QtCore import Qt
-
-    raw = item.data(Qt.ItemDataRole.UserRole)
-    if raw is None:
+    """A numeric cell's full value (its tooltip) in the old cell format (4 significant digits, 1 decimal from 1000)."""
+    full = item.toolTip()
+    if not full:
         return item.text()
-    if isinstance(raw, int):
-        return str(raw)
+    if full.lstrip("-").isdigit():
+        return full
+    raw = float(full)
+    if raw != raw:
+        return ""
     return f"{raw:.1f}" if abs(raw) >= 1000 else f"{raw:.4g}"
 
 

@@ -40,23 +40,23 @@ def cell_text(value: object, key: str = "") -> str:
 
 def fill_table(table: QTableWidget, frame: pd.DataFrame) -> None:
     """Show a DataFrame with readable column titles and formatted cells (see :func:`cell_text`);
-    each cell keeps its full value in its tooltip and under ``Qt.UserRole`` (the column's key
-    under ``Qt.UserRole`` of its header)."""
+    a header's tooltip and ``Qt.UserRole`` are its column's key, a number cell's its full value (``repr``)."""
     table.clear()
     table.setColumnCount(len(frame.columns))
     table.setRowCount(len(frame))
+    table.setHorizontalHeaderLabels([metric_title(str(column)) for column in frame.columns])
     for c, column in enumerate(frame.columns):
-        header = QTableWidgetItem(metric_title(str(column)))
-        header.setData(Qt.ItemDataRole.UserRole, str(column))
+        header = table.horizontalHeaderItem(c)
         header.setToolTip(str(column))
-        table.setHorizontalHeaderItem(c, header)
+        header.setData(Qt.ItemDataRole.UserRole, str(column))
     for r, row in enumerate(frame.itertuples(index=False)):
         for c, value in enumerate(row):
             item = QTableWidgetItem(cell_text(value, str(frame.columns[c])))
             raw = value.item() if isinstance(value, np.generic) else value
             if isinstance(raw, (int, float)) and not isinstance(raw, bool):
-                item.setData(Qt.ItemDataRole.UserRole, raw)
+                # as text: a Python number under a data role upset None's reference count in PySide6
                 item.setToolTip(repr(raw))
+                item.setData(Qt.ItemDataRole.UserRole, repr(raw))
                 item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             table.setItem(r, c, item)
     table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
