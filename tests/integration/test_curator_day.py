@@ -6,6 +6,9 @@ from two processes with one conflict → refit → select → export selection �
 
 Asserted at every step: exit codes, that stdout of every --json command is one JSON value, the
 rows stored, that no request was answered twice and that every answer received is stored.
+
+A blind study (needs nothing from ../shared): plan for three annotators → blind labels and location
+guesses → two judges against the fake API → alt-test → report, its numbers recomputed here.
 """
 
 from __future__ import annotations
@@ -22,10 +25,10 @@ import pytest
 from sqlmodel import select
 
 from storage import open_store
-from storage.models import CategoryLabel, Clip, JudgeCall, Judgment, LabelHistory, Prediction, Tag
+from storage.models import CategoryLabel, Clip, JudgeCall, JudgeRun, Judgment, LabelHistory, Prediction, Tag
 from tests.support.fake_anthropic import FakeAnthropicAPI
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.slow]
 
 KEY = "sk-ant-curator-day-0123456789abcdef"
 ESSAOUIRA = "aporee_26839_30948"  # has a Gemini answer in the shared partial result file
@@ -64,6 +67,7 @@ def aglw(day: dict, *argv: str, expect: int = 0) -> object:
     return result
 
 
+@pytest.mark.integration
 def test_a_curators_day_on_the_real_data(day, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     shared = day["shared"]
     media = tmp_path / "media"
@@ -198,3 +202,245 @@ def test_a_curators_day_on_the_real_data(day, tmp_path: Path) -> None:  # type: 
     aglw(day, "--json", "agreement", "--out", str(bundle))
     assert any(bundle.iterdir())
     aglw(day, "agreement", "--out", str(bundle), expect=1)  # not mixed into an old bundle
+
+
+# ---------------------------------------------------------------------------------------------
+# A blind study, end to end through `aglw` in-process (needs nothing from ../shared): plan for three
+# annotators → blind labels and location guesses → two judges against the fake Anthropic API →
+# alt-test → report; the report's numbers are checked against a computation written here from the
+# values this test entered and the judgments read straight from the store.
+
+STUDY_KEY = "sk-ant-blind-study-0123456789abcdef"
+STUDY_EXPERTS = ("ada", "bea", "cyd")
+STUDY_JUDGES = ("opus", "sonnet")
+# key → (true latitude, longitude, city, country, continent); the truths are real cities, so the
+# offline gazetteer names the guesses' countries as written in GUESSES below
+STUDY_CLIPS = {
+    "bs0": (48.8566, 2.3522, "Paris", "France", "Europe"),
+    "bs1": (52.5200, 13.4050, "Berlin", "Germany", "Europe"),
+    "bs2": (35.6762, 139.6503, "Tokyo", "Japan", "Asia"),
+    "bs3": (-1.2864, 36.8172, "Nairobi", "Kenya", "Africa"),
+    "bs4": (-12.0464, -77.0428, "Lima", "Peru", "South America"),
+    "bs5": (-33.8688, 151.2093, "Sydney", "Australia", "Oceania"),
+}
+STUDY_TAGS = (("/m/09x0r", 0, 0.9), ("/m/07jdr", 1, 0.5), ("/m/04rlf", 2, 0.2))
+# the clips each expert labels (nobody labels bs5: judges rate six clips, experts five)
+LABELLED = {"ada": ("bs0", "bs1", "bs2", "bs3", "bs4"), "bea": ("bs0", "bs1", "bs2", "bs3", "bs4"),
+            "cyd": ("bs0", "bs1", "bs2", "bs3")}
+# annotator → (clip, guessed lat, lon, confidence, the guess's country by hand)
+GUESSES = {
+    "ada": (("bs0", 48.85, 2.35, "0.9", "France"), ("bs1", 48.137, 11.575, "0.6", "Germany"),
+            ("bs2", 37.5665, 126.978, "0.3", "Korea, Republic of")),
+    "bea": (("bs3", -1.29, 36.82, "0.8", "Kenya"), ("bs4", 4.711, -74.0721, "0.4", "Colombia"),
+            ("bs5", -33.87, 151.21, "1.0", "Australia")),
+    "cyd": (("bs0", 51.5074, -0.1278, "0.5", "United Kingdom"), ("bs5", -37.8136, 144.9631, "0.7", "Australia")),
+}
+
+
+def _study_project(store, media: Path) -> None:  # type: ignore[no-untyped-def]
+    """Six clips with a recording, three tags each and one ALM answer each; no labels, no judges."""
+    from storage.models import AlmRun, Dataset, TaggerRun
+    from tests.storage.studies_project import link_audio
+
+    with store.write() as s:
+        dataset, alm = Dataset(name="blind-study"), AlmRun(model="alm-b")
+        tagger = TaggerRun(model_name="mn10_as", status="done")
+        s.add_all([dataset, alm, tagger])
+        s.flush()
+        for i, (key, (lat, lon, city, country, continent)) in enumerate(STUDY_CLIPS.items()):
+            clip = Clip(dataset_id=dataset.id, key=key, latitude=lat, longitude=lon, city=city, country=country,
+                        continent=continent, human_sounds=0.9)
+            s.add(clip)
+            s.flush()
+            s.add(Prediction(alm_run_id=alm.id, clip_id=clip.id, question_id=key, true_latitude=lat,
+                             true_longitude=lon, predicted_latitude=f"{lat + 3 * i:.4f}",
+                             predicted_longitude=f"{lon:.4f}",
+                             predicted_city="Somewhere", predicted_country="Elsewhere",
+                             reasoning=f"Speech and a train in clip {i}; the announcement sounds like {country}."))
+            for audioset_id, index, probability in STUDY_TAGS:
+                s.add(Tag(tagger_run_id=tagger.id, clip_id=clip.id, class_index=index, audioset_id=audioset_id,
+                          probability=probability))
+    link_audio(store, media, list(STUDY_CLIPS))
+
+
+def _geodesic_km(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
+    """The WGS-84 geodesic (Karney, through geographiclib: not the product's PROJ call)."""
+    from geographiclib.geodesic import Geodesic
+
+    return Geodesic.WGS84.Inverse(lat1, lon1, lat2, lon2)["s12"] / 1000
+
+
+def _alt_test_by_hand(llm: dict, humans: dict[str, dict], metric: str, epsilon: float, alpha: float,
+                      min_items: int) -> dict:
+    """Calderon et al.'s procedure, written out: leave-one-out scores, one-sided t-test against ε,
+    Benjamini–Yekutieli (statsmodels' fdr_by) over the tested annotators."""
+    import warnings
+
+    import numpy as np
+    from scipy.stats import ttest_1samp
+    from statsmodels.stats.multitest import multipletests
+
+    def score(value, others):  # type: ignore[no-untyped-def]
+        if metric == "accuracy":
+            return float(np.mean([value == o for o in others]))
+        return -float(np.sqrt(np.mean([(value - o) ** 2 for o in others])))
+
+    kept = {u for u in llm if sum(u in h for h in humans.values()) >= 2}
+    tested, p_values, llm_shares = [], [], []
+    n_units = {}
+    for name, mine in humans.items():
+        items = [u for u in mine if u in kept]
+        n_units[name] = len(items)
+        if len(items) < min_items:
+            continue
+        llm_wins, human_wins = [], []
+        for u in items:
+            others = [h[u] for other, h in humans.items() if other != name and u in h]
+            s_llm, s_human = score(llm[u], others), score(mine[u], others)
+            llm_wins.append(int(s_llm >= s_human))
+            human_wins.append(int(s_human >= s_llm))
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore", RuntimeWarning)
+            p = ttest_1samp(np.subtract(human_wins, llm_wins), epsilon, alternative="less").pvalue
+        tested.append(name)
+        p_values.append(float(p))
+        llm_shares.append(float(np.mean(llm_wins)))
+    rejected = multipletests(np.nan_to_num(p_values, nan=1.0), alpha=alpha, method="fdr_by")[0]
+    return {"winning_rate": float(np.mean(rejected)), "n_units": len(kept), "n_humans": len(humans),
+            "tested": tested, "rejected": dict(zip(tested, map(bool, rejected))),
+            "advantage_probability": float(np.mean(llm_shares)), "n_units_of": n_units}
+
+
+def test_a_blind_study_from_plan_to_report(  # type: ignore[no-untyped-def]
+        tmp_path: Path, sqlite_path: Path, capsys, monkeypatch) -> None:
+    import numpy as np
+
+    from cli.main import main
+    from storage.models import Annotator, ClipLabel, HumanGuess
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", STUDY_KEY)
+    store = open_store(sqlite_path)
+    try:
+        _study_project(store, tmp_path / "media")
+    finally:
+        store.dispose()
+
+    def aglw_in(*argv: str, annotator: str | None = None, expect: int = 0) -> object:
+        who = ["--annotator", annotator] if annotator else []
+        code = main(["--db", str(sqlite_path), *who, *argv])
+        out, err = capsys.readouterr()
+        assert code == expect, f"aglw {' '.join(argv)}: exit {code}\n{err}"
+        assert "Traceback" not in err, err
+        return json.loads(out) if "--json" in argv else out
+
+    # plan: every clip (all have audio) seen by all three, blind
+    plan = aglw_in("--json", "study", "plan", "--name", "blind-1", "--annotators", ",".join(STUDY_EXPERTS),
+                   "--overlap", "3")
+    assert plan["blind"] and plan["n_clips"] == len(STUDY_CLIPS) and not plan["excluded"]
+    assert {a["annotator"]: a["assigned"] for a in plan["annotators"]} == {n: len(STUDY_CLIPS) for n in STUDY_EXPERTS}
+
+    # blind labels: contribution and effect per category, each expert her own noise (seeded)
+    rng = np.random.default_rng(27)
+    entered: dict[str, dict[tuple[str, str], tuple[int, str]]] = {n: {} for n in STUDY_EXPERTS}
+    for name, noise in zip(STUDY_EXPERTS, (0.1, 0.35, 0.7)):
+        for key in LABELLED[name]:
+            for k, (category, _, _) in enumerate(STUDY_TAGS):
+                value = 2 if k == 0 else 0
+                if rng.random() < noise:
+                    value = int(rng.integers(0, 4))
+                effect = "helped" if value >= 2 else ("misled" if rng.random() < noise / 2 else "neutral")
+                aglw_in("label", "set", "--clip", key, "--category", category, "--contribution", str(value),
+                        "--effect", effect, annotator=name)
+                entered[name][(key, category)] = (value, effect)
+    # guesses, blind to the truth
+    for name, guesses in GUESSES.items():
+        for key, lat, lon, confidence, _ in guesses:
+            aglw_in("study", "guess", "--clip", key, "--lat", str(lat), "--lon", str(lon), "--confidence", confidence,
+                    annotator=name)
+    progress = aglw_in("--json", "study", "progress")
+    done = {a["annotator"]: a["done"] for a in progress["annotators"]}
+    assert done == {n: len(set(LABELLED[n]) | {g[0] for g in GUESSES[n]}) for n in STUDY_EXPERTS}
+
+    # two judges through the fake Anthropic API
+    with FakeAnthropicAPI(expected_key=STUDY_KEY) as api:
+        judged = aglw_in("--json", "judge", "--alm", "alm-b", "--judges", ",".join(STUDY_JUDGES),
+                         "--base-url", api.base_url)
+        assert [(j["judge"], j["ok"], j["failed"]) for j in judged["judges"]] == [
+            (j, len(STUDY_CLIPS), 0) for j in STUDY_JUDGES]
+
+    # the independent computation: labels as entered, judgments as stored
+    store = open_store(sqlite_path)
+    try:
+        with store.session() as s:
+            key_of = {c.id: c.key for c in s.exec(select(Clip))}
+            judge_of = {r.id: r.judge_name for r in s.exec(select(JudgeRun))}
+            judged_rows = [(judge_of[j.judge_run_id], key_of[j.clip_id], j.category_id, j.contribution, j.effect)
+                           for j in s.exec(select(Judgment).where(Judgment.status == "ok"))]
+            pseudonym = {a.name: a.pseudonym for a in s.exec(select(Annotator))}
+            stored_labels = {(a, key_of[l.clip_id], l.category_id): (l.contribution, l.effect)
+                             for l, a in s.exec(select(CategoryLabel, Annotator.name).join(
+                                 Annotator, Annotator.id == CategoryLabel.annotator_id))}
+            assert not s.exec(select(ClipLabel)).all() and len(s.exec(select(HumanGuess)).all()) == 8
+    finally:
+        store.dispose()
+    # nothing entered was lost or changed on the way
+    assert stored_labels == {(n, k, c): v for n, values in entered.items() for (k, c), v in values.items()}
+    expert_clips = {k for values in entered.values() for k, _ in values}
+    judge_clips = {k for _, k, _, _, _ in judged_rows}
+    assert (len(expert_clips), len(judge_clips)) == (5, 6)
+
+    epsilon, alpha, min_items = 0.2, 0.05, 12
+    expected: dict[tuple[str, str], dict] = {}
+    for label, metric, index in (("contribution", "neg_rmse", 0), ("effect", "accuracy", 1)):
+        # units as the product names them: clip|category; experts by pseudonym, as the ratings are
+        humans = {f"expert:{pseudonym[n]}": {f"{k}|{c}": (float(v[index]) if index == 0 else v[index])
+                                             for (k, c), v in values.items()}
+                  for n, values in entered.items()}
+        for judge in STUDY_JUDGES:
+            llm = {f"{k}|{c}": (float(v) if index == 0 else e) for j, k, c, v, e in judged_rows if j == judge}
+            expected[(label, judge)] = _alt_test_by_hand(llm, humans, metric, epsilon, alpha, min_items)
+
+    def check_alt_rows(rows: list[dict]) -> None:
+        by = {(r["label"], r["llm"]): r for r in rows}
+        for (label, judge), want in expected.items():
+            got = by[(label, f"judge:{judge}")]
+            assert got["refused"] is None, got
+            assert got["winning_rate"] == pytest.approx(want["winning_rate"]), (label, judge)
+            assert got["advantage_probability"] == pytest.approx(want["advantage_probability"]), (label, judge)
+            assert (got["n_units"], got["n_humans"]) == (want["n_units"], want["n_humans"]) == (15, 3)
+            assert got["passed"] == (want["winning_rate"] >= 0.5)
+            tested = {a["annotator"]: a for a in got["annotators"] if not a["skipped"]}
+            assert sorted(tested) == sorted(want["tested"])
+            assert {a: t["rejected"] for a, t in tested.items()} == want["rejected"], (label, judge)
+            assert {a["annotator"]: a["n_units"] for a in got["annotators"]} == want["n_units_of"]
+
+    alt = aglw_in("--json", "study", "alt-test", "--alm", "alm-b", "--min-items", str(min_items))
+    assert (alt["epsilon"], alt["alpha"]) == (epsilon, alpha)
+    check_alt_rows(alt["tests"])
+
+    out = tmp_path / "report"
+    report = aglw_in("--json", "study", "report", "--out", str(out), "--min-items", str(min_items),
+                     "--bootstrap", "50", "--alm", "alm-b")
+    check_alt_rows(report["alt_tests"])
+    assert (out / "report.html").is_file()
+    both = expert_clips & judge_clips
+    assert (f"We compared {len(STUDY_JUDGES)} LLM judge(s) with {len(STUDY_EXPERTS)} human expert(s) on the "
+            f"{len(both)} clip(s) both rated (experts labelled {len(expert_clips)} clip(s), judges rated "
+            f"{len(judge_clips)}).") in report["methods"]
+
+    # humans as localizers: each annotator's row and the pooled one, by hand
+    import pandas as pd
+
+    table = pd.read_csv(out / "tables" / "human_localizers.csv").set_index("model")
+    groups = {f"human:{pseudonym[n]}": list(g) for n, g in GUESSES.items()}
+    groups["human (pooled)"] = [g for gs in GUESSES.values() for g in gs]
+    assert sorted(table.index) == sorted(groups)
+    for model, guesses in groups.items():
+        row = table.loc[model]
+        km = [_geodesic_km(STUDY_CLIPS[k][0], STUDY_CLIPS[k][1], lat, lon) for k, lat, lon, _, _ in guesses]
+        assert row["n"] == len(guesses) and row["n_dataset"] == len(STUDY_CLIPS)
+        assert row["distance_error_km"] == pytest.approx(np.mean(km), rel=1e-9)
+        assert row["reject_rate"] == 0  # a guess is never a refusal
+        assert row["within_1000km"] == pytest.approx(np.mean([d < 1000 for d in km]))
+        assert row["country_acc"] == pytest.approx(np.mean([STUDY_CLIPS[k][3] == c for k, *_, c in guesses]))
+        assert row["mean_confidence"] == pytest.approx(np.mean([float(c) for *_, c, _ in guesses]))
