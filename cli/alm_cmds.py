@@ -74,10 +74,22 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter(f"use one of {', '.join(PROVIDERS)}", param_hint="--provider")
         if mode not in ("sync", "batch"):
             raise typer.BadParameter("use sync or batch", param_hint="--mode")
+        if engine not in ("local", "ray"):
+            raise typer.BadParameter("use local or ray", param_hint="--engine")
+        from workbench.pool.engines import check_engine
+
+        check_engine(engine, ray_address)
+        remote = None
+        if engine == "ray":
+            if mode == "batch":
+                raise AglwError("--engine ray runs a local model; a provider's batch API runs on its machines (--mode sync)")
+            from workbench.pool.alm import RayAlm
+
+            remote = RayAlm(ray_address, concurrency)
         options = AlmRunOptions(
             model=model.strip(), provider=provider, api_model=api_model, base_url=base_url, api_key_env=api_key_env,
             clip_keys=_split(clips), prompt=prompt, concurrency=concurrency, max_cost=max_cost, force=force,
-            samples=samples, seed=seed, engine=engine, ray_address=ray_address,
+            samples=samples, seed=seed,
         )
         if not options.model:
             raise AglwError("the model name is empty; pass --model NAME")
@@ -103,7 +115,8 @@ def register(app: typer.Typer) -> None:
 
             result = run_task(f"{model}: submitting a batch", lambda task: submit_batch(store, options, task=task))
         else:
-            result = run_task(f"{model}: asking {options.api_model_id}", lambda task: run_alm(store, options, task=task))
+            result = run_task(f"{model}: asking {options.api_model_id}", lambda task: run_alm(store, options, task=task,
+                                                                                                remote=remote))
         _finish(app, result.value)
 
     def _finish(app, report) -> None:  # type: ignore[no-untyped-def]

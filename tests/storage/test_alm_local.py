@@ -106,6 +106,7 @@ def test_ray_engine_stores_the_same_answers_as_the_local_engine(tmp_path: Path, 
     from workbench.alm.config import AlmConfig, ModelEntry, ProviderSettings
     from workbench.alm.runner import AlmRunOptions, run_alm
     from workbench.errors import InputError
+    from workbench.pool.alm import RayAlm
 
     checkpoint = build_tiny_qwen_omni(tmp_path / "tiny-qwen-omni")
     project = make_project(tmp_path, n=3)
@@ -123,12 +124,12 @@ def test_ray_engine_stores_the_same_answers_as_the_local_engine(tmp_path: Path, 
     local = run_alm(project.store, AlmRunOptions(model="omni-local", provider="transformers", api_model=str(checkpoint)),
                     config=config)
     distributed = run_alm(project.store, AlmRunOptions(model="omni-ray", provider="transformers", api_model=str(checkpoint),
-                                                       engine="ray", concurrency=2), config=config)
+                                                       concurrency=2), config=config, remote=RayAlm(workers=2))
     assert local.answered == distributed.answered == 3
     assert answers("omni-local") == answers("omni-ray")
-    again = run_alm(project.store, AlmRunOptions(model="omni-ray", provider="transformers", api_model=str(checkpoint),
-                                                 engine="ray"), config=config)
+    again = run_alm(project.store, AlmRunOptions(model="omni-ray", provider="transformers", api_model=str(checkpoint)),
+                    config=config, remote=RayAlm())
     assert again.skipped_cached == 3 and again.answered == 0
     with pytest.raises(InputError, match="--engine ray runs local models"):
-        run_alm(project.store, AlmRunOptions(model="x", provider="gemini", engine="ray"), config=config)
+        run_alm(project.store, AlmRunOptions(model="x", provider="gemini"), config=config, remote=RayAlm())
     project.store.dispose()

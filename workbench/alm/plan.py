@@ -41,9 +41,6 @@ class AlmRunOptions:
     force: bool = False
     samples: int = 1
     seed: int | None = 42
-    # Where a local model runs: this process, or a Ray actor pool of `concurrency` actors.
-    engine: str = "local"
-    ray_address: str | None = None
 
     @property
     def api_model_id(self) -> str:

@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from workbench.alm.answers import AnswerRow, close_job, mark_interrupted, open_job, write_answers
 from workbench.alm.config import AlmConfig, load_alm_config
@@ -349,10 +349,20 @@ def open_journal(store: Store, model: str) -> Journal:
     return journal
 
 
+class RemoteAlm(Protocol):
+    """Where the ``transformers`` provider's model runs when not in this process."""
+
+    name: str
+
+    def provider(self, api_model: str, device: str) -> AlmProvider:
+        """The provider whose ``ask`` runs there."""
+
+
 def run_alm(store: Store, options: AlmRunOptions, *, config: AlmConfig | None = None,
             task: TaskContext | None = None, provider: AlmProvider | None = None,
             sleep: Callable[[float], None] = time.sleep,
-            on_stored: Callable[[AlmRunReport], None] | None = None) -> AlmRunReport:
+            on_stored: Callable[[AlmRunReport], None] | None = None,
+            remote: RemoteAlm | None = None) -> AlmRunReport:
     """Ask the ALM about the clips and store every answer as the predictions of ``options.model``.
 
     Parameters
@@ -372,6 +382,10 @@ def run_alm(store: Store, options: AlmRunOptions, *, config: AlmConfig | None = 
     on_stored
         Called in the calling thread after each group of answers is stored, with the running
         report (the GUI shows the answers and the cost so far).
+    remote
+        Where a local model runs instead of this process (``--engine ray``: the command line
+        passes :class:`workbench.pool.alm.RayAlm`, ``concurrency`` actors); the runner itself never
+        branches on an engine name.
 
     Returns
     -------
@@ -392,13 +406,9 @@ def run_alm(store: Store, options: AlmRunOptions, *, config: AlmConfig | None = 
     config = config or load_alm_config()
     if options.concurrency < 1:
         raise InputError("--concurrency must be at least 1")
-    if options.engine not in ("local", "ray"):
-        raise InputError(f"--engine {options.engine!r}: expected local or ray")
-    if options.engine == "ray" and options.provider != "transformers":
-        raise InputError(f"--engine ray runs local models (--provider transformers); {options.provider} answers on the "
-                         "provider's machines, so raise --concurrency instead")
-    if options.engine == "local" and options.ray_address:
-        raise InputError("--ray-address goes with --engine ray")
+    if remote is not None and options.provider != "transformers":
+        raise InputError(f"--engine {remote.name} runs local models (--provider transformers); {options.provider} answers "
+                         "on the provider's machines, so raise --concurrency instead")
     plan = plan_run(store, options, config)
     if options.max_cost is not None and plan.items:
         estimate = dry_run(store, options, config=config)
@@ -408,11 +418,8 @@ def run_alm(store: Store, options: AlmRunOptions, *, config: AlmConfig | None = 
         if estimate.cost_usd > options.max_cost:
             raise InputError(f"the estimate ${estimate.cost_usd:.2f} for {estimate.requests} request(s) exceeds "
                              f"--max-cost ${options.max_cost:.2f}; nothing was sent. Narrow --clips or raise --max-cost")
-    if provider is None and plan.items and options.engine == "ray":
-        from workbench.pool.alm import RayLocalProvider
-
-        provider = RayLocalProvider(options.api_model_id, device=plan.settings.device, address=options.ray_address,
-                                    workers=options.concurrency)
+    if provider is None and plan.items and remote is not None:
+        provider = remote.provider(options.api_model_id, plan.settings.device)
     elif provider is None and plan.items:
         provider = make_provider(options.provider, plan.settings, api_model=options.api_model_id,
                                  base_url=options.base_url, api_key_env=options.api_key_env)

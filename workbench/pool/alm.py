@@ -69,3 +69,16 @@ class RayLocalProvider:
         for actor in self._actors:
             self._ray.kill(actor)
         self._actors = []
+
+
+class RayAlm:
+    """``aglw alm run --engine ray``: the command line builds it and passes it to
+    :func:`workbench.alm.runner.run_alm`, which asks it for the provider once it knows the device."""
+
+    name = "ray"
+
+    def __init__(self, address: str | None = None, workers: int = 2) -> None:
+        self.address, self.workers = address, workers
+
+    def provider(self, api_model: str, device: str) -> RayLocalProvider:
+        return RayLocalProvider(api_model, device=device, address=self.address, workers=self.workers)
