@@ -19,7 +19,8 @@ from workbench.alm.answers import close_job, submitted_jobs, update_job
 from workbench.alm.config import AlmConfig, load_alm_config
 from workbench.alm.plan import AlmItem, AlmPlan, AlmRunOptions, model_options, plan_run
 from workbench.alm.prompts import AlmPrompt
-from workbench.alm.providers import AlmRequest, AnswerError, RetryableError, make_provider, read_audio
+from workbench.alm.backends import make_provider
+from workbench.alm.providers import AlmRequest, AnswerError, RetryableError, read_audio
 from workbench.alm.records import ClipFacts
 from workbench.alm.runner import AlmOutcome, AlmQuestions, AlmRunReport, new_report, start
 from workbench.errors import InputError

@@ -13,7 +13,8 @@ Faults come out in the engine's vocabulary (:mod:`workbench.llm.errors`):
 
 ``openai`` and ``openai-compatible`` (a local vLLM server, a hosted gateway) share
 :class:`OpenAIProvider`: AGL1K's ``chat.completions`` message with ``input_audio``.
-Gemini lives in :mod:`workbench.alm.gemini`, local models in :mod:`workbench.alm.local`.
+Gemini lives in :mod:`workbench.alm.gemini`, local models in :mod:`workbench.alm.local`; the
+backend of a provider name is chosen in :mod:`workbench.alm.backends`.
 """
 
 from __future__ import annotations
@@ -30,12 +31,11 @@ from workbench.alm.config import ModelEntry, ProviderSettings
 from workbench.alm.prompts import AlmPrompt
 from workbench.attribution.secrets import api_key as read_api_key
 from workbench.attribution.secrets import quiet_sdk_loggers, redact
-from workbench.errors import InputError
 from workbench.llm.errors import AnswerError, Provider, RetryableError, RunStopped, not_reached, retry_after
 from workbench.llm.urls import safe_url
 
 __all__ = ["AlmProvider", "AlmReply", "AlmRequest", "AnswerError", "AudioPayload", "OpenAIProvider", "RetryableError",
-           "RunStopped", "make_provider", "read_audio", "resolve_key", "retry_after"]
+           "RunStopped", "read_audio", "resolve_key", "retry_after"]
 
 MIME_TYPES = {
     "mp3": "audio/mp3", "wav": "audio/wav", "flac": "audio/flac", "ogg": "audio/ogg",
@@ -283,34 +283,3 @@ class OpenAIProvider:
             finish_reason=choice.finish_reason,
             refusal=getattr(message, "refusal", None) or None,
         )
-
-
-def make_provider(provider: str, settings: ProviderSettings, *, api_model: str, base_url: str | None,
-                  api_key_env: str | None = None, http_client: Any = None) -> AlmProvider:
-    """The provider named (keys resolved here, before any clip is read).
-
-    Raises
-    ------
-    InputError
-        Unknown provider, or ``openai-compatible`` without a base URL.
-    RunStopped
-        A missing key.
-    """
-    base_url = base_url or settings.base_url
-    if provider in ("openai", "openai-compatible"):
-        if provider == "openai-compatible" and not base_url:
-            raise InputError("--provider openai-compatible needs --base-url (e.g. http://127.0.0.1:8000/v1 "
-                             "for `vllm serve`)")
-        key = resolve_key(settings, provider, api_key_env)
-        return OpenAIProvider(provider, api_key=key, base_url=base_url, timeout_s=settings.timeout_s,
-                              http_client=http_client)
-    if provider == "gemini":
-        from workbench.alm.gemini import GeminiProvider
-
-        key = resolve_key(settings, provider, api_key_env)
-        return GeminiProvider(api_key=key or "", base_url=base_url, settings=settings)
-    if provider == "transformers":
-        from workbench.alm.local import TransformersProvider
-
-        return TransformersProvider(api_model, device=settings.device)
-    raise InputError(f"unknown provider {provider!r}: use openai, openai-compatible, gemini or transformers")

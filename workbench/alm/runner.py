@@ -43,7 +43,8 @@ from workbench.alm.plan import (
     model_options,
     plan_run,
 )
-from workbench.alm.providers import AlmProvider, AlmReply, AlmRequest, AnswerError, make_provider, read_audio
+from workbench.alm.backends import make_provider
+from workbench.alm.providers import AlmProvider, AlmReply, AlmRequest, AnswerError, read_audio
 from workbench.errors import InputError
 from workbench.llm.engine import NOT_SENT, Campaign, GaveUp, RetryPolicy, write_waiting
 from workbench.llm.errors import RunStopped, Unreachable, takes_body_hook
