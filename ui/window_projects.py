@@ -60,8 +60,6 @@ class ProjectsMixin:
         window open (a job running, edits not saved), this one stays.
         """
         from storage import display_url, open_store
-        # At call time: the window class (a test may stand in its own) lives in ui.main_window.
-        from ui.main_window import MainWindow
 
         store = None
         try:
@@ -73,7 +71,7 @@ class ProjectsMixin:
             self.statusBar().showMessage(f"could not open {display_url(target)}: {exc}", 15_000)
             return None
         old_store = self.store
-        replacement = MainWindow(store, info)
+        replacement = type(self)(store, info)  # a window like this one (no import of its module)
         replacement.cockpit.owned_store = store
         replacement.show()
         if not self.close():
