@@ -51,3 +51,20 @@ def test_no_private_names_imported_across_modules() -> None:
 def test_no_sql_in_the_alm_runner() -> None:
     text = (REPO / "workbench" / "alm" / "runner.py").read_text(encoding="utf-8")
     assert not re.search(r"\b(insert|update|select)\(", text)
+
+
+def test_a_local_model_answer_is_keyed_by_its_message_format() -> None:
+    """A transformers answer to the old message (question before audio) is not found again as the
+    answer to AGL1K's message; API providers' keys are unchanged, so their paid answers stay found."""
+    from workbench.alm import plan
+
+    args = ("m", "agl1k-v1", "0" * 64, {"max_output_tokens": 8}, 42)
+    local = plan.fingerprint("transformers", *args)
+    api = plan.fingerprint("openai", *args)
+    from workbench.llm.fingerprint import fingerprint as request_fingerprint
+
+    old_local = request_fingerprint({"provider": "transformers", "api_model": "m", "prompt_version": "agl1k-v1",
+                                     "audio_sha256": "0" * 64, "options": {"max_output_tokens": 8}, "seed": 42})
+    old_api = request_fingerprint({"provider": "openai", "api_model": "m", "prompt_version": "agl1k-v1",
+                                   "audio_sha256": "0" * 64, "options": {"max_output_tokens": 8}, "seed": 42})
+    assert local != old_local and api == old_api

@@ -158,7 +158,8 @@ class QwenOmni:
         return load_like_qwen_omni_utils(data)
 
     def conversation(self, request: AlmRequest) -> list[dict[str, Any]]:
-        """AGL1K's message for this family: system prompt, then the audio, then the question."""
+        """AGL1K's message for this family: system prompt, then the audio, then the question
+        (a change here bumps :data:`workbench.alm.plan.LOCAL_MESSAGE_FORMAT`)."""
         return [{"role": "system", "content": [{"type": "text", "text": self.SYSTEM}]},
                 {"role": "user", "content": [{"type": "audio", "audio": request.key},
                                              {"type": "text", "text": request.prompt.text}]}]

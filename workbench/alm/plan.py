@@ -79,11 +79,20 @@ class AlmPlan:
     prompt: AlmPrompt
 
 
+# How the transformers provider builds a local model's input (workbench/alm/local.py: per family,
+# the message of the reference that produced the published numbers). Bump it when that changes: an
+# answer to another message is another answer, not a cached one. API providers' fingerprints do not
+# carry it, so their paid answers stay found.
+LOCAL_MESSAGE_FORMAT = "agl1k-reference-messages-2"
+
+
 def fingerprint(provider: str, api_model: str, prompt_version: str, audio_sha256: str,
                 options: dict[str, Any], seed: int | None) -> str:
     """The key under which an answer is never paid for twice (the engine's one fingerprint)."""
     from workbench.llm.fingerprint import fingerprint as request_fingerprint
 
+    if provider == "transformers":
+        options = {**options, "message_format": LOCAL_MESSAGE_FORMAT}
     return request_fingerprint({"provider": provider, "api_model": api_model, "prompt_version": prompt_version,
                                 "audio_sha256": audio_sha256, "options": options, "seed": seed})
 
