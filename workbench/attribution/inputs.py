@@ -117,7 +117,12 @@ def select_clip_inputs(
             .order_by(Clip.key)
         ).all()
         tags_by_clip: dict[int, list[Tag]] = {}
+        tagged: set[int] = set()
         if tagger_run_id is not None:
+            from storage.models import TagStatus
+
+            tagged = set(session.exec(select(TagStatus.clip_id).where(
+                TagStatus.tagger_run_id == tagger_run_id, TagStatus.status == "done")).all())
             for tag in session.exec(
                 select(Tag)
                 .where(Tag.tagger_run_id == tagger_run_id, Tag.probability >= tau)
@@ -141,6 +146,11 @@ def select_clip_inputs(
         tags = tags_by_clip.get(clip.id or -1, [])[:top_n]
         if tagger_run_id is None:
             skipped.append(SkippedClip(clip.key, "no tagger run yet: run `aglw tag` first"))
+            continue
+        if not tags and clip.id not in tagged:
+            # Never tagged (most often: no recording linked), which is not "nothing heard".
+            skipped.append(SkippedClip(clip.key, f"not tagged in tagger run {tagger_run_id} (no audio linked, or "
+                                                 "its tagging failed): `aglw media link`, then `aglw tag`"))
             continue
         if not tags:
             skipped.append(SkippedClip(clip.key, f"no tag with probability ≥ {tau} in tagger run {tagger_run_id}"))
