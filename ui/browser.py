@@ -106,7 +106,8 @@ class ClipTableModel(QAbstractTableModel):
             self.dataChanged.emit(self.index(0, 0), self.index(len(self.rows) - 1, len(COLUMNS) - 1), [QUEUE_ROLE])
 
     def _compute_queue(self) -> None:
-        self.queue_position = {row.clip_id: i for i, row in enumerate(review_queue(self.rows))}
+        # Without what the policy hides: in blind mode the queue is not ordered by the judges.
+        self.queue_position = {row.clip_id: i for i, row in enumerate(review_queue(self.rows, self.hidden_fields))}
 
     def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: N802
         return 0 if parent.isValid() else len(self.rows)
@@ -429,6 +430,8 @@ class ClipBrowser(QWidget):
         sorted_by = self.table.horizontalHeader().sortIndicatorSection()
         if not self.queue_order.isChecked() and 0 <= sorted_by < len(COLUMN_FIELDS) and COLUMN_FIELDS[sorted_by] in hidden:
             self.queue_order.setChecked(True)  # an order by a hidden column would show it
+        else:
+            self.resort()  # the queue order itself leaves the hidden values out now
         self._fill_choices(self.model.rows)
         if self.model.rows:
             self.model.dataChanged.emit(self.model.index(0, 0),

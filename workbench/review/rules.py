@@ -38,7 +38,7 @@ def judge_disagreement(scores_by_category: dict[str, Sequence[int | None]]) -> f
     return sum(ranges) / len(ranges) if ranges else None
 
 
-def review_queue_key(row: ClipRow) -> tuple:
+def review_queue_key(row: ClipRow, hidden: frozenset[str] = frozenset()) -> tuple:
     """Sort key of the review queue: the most informative clips first.
 
     The rule, applied lexicographically:
@@ -50,11 +50,13 @@ def review_queue_key(row: ClipRow) -> tuple:
        without a curation result after those with one);
     4. clip key, then clip id, ascending — a stable tie-break.
 
-    Disagreement is rounded to 9 decimals so that float noise does not override rule 3.
+    Disagreement is rounded to 9 decimals so that float noise does not override rule 3. A field
+    in ``hidden`` (the visibility policy's: blind mode hides the judges' values) takes no part:
+    an order by a hidden value would tell it.
     """
     finished = row.review_status == REVIEWED
-    disagreement = row.judge_disagreement
-    distance = row.distance_from_theta
+    disagreement = None if "judge_disagreement" in hidden else row.judge_disagreement
+    distance = None if "distance_from_theta" in hidden or "localizability" in hidden else row.distance_from_theta
     return (
         finished,
         disagreement is None,
@@ -66,9 +68,9 @@ def review_queue_key(row: ClipRow) -> tuple:
     )
 
 
-def review_queue(rows: Iterable[ClipRow]) -> list[ClipRow]:
-    """The rows ordered by :func:`review_queue_key`."""
-    return sorted(rows, key=review_queue_key)
+def review_queue(rows: Iterable[ClipRow], hidden: frozenset[str] = frozenset()) -> list[ClipRow]:
+    """The rows ordered by :func:`review_queue_key` (without the ``hidden`` fields)."""
+    return sorted(rows, key=lambda row: review_queue_key(row, hidden))
 
 
 def labels_entered(detail: ClipDetail, *, revealed: bool = False) -> bool:
