@@ -101,6 +101,16 @@ def parse_float(text: str, where: str, field: str, *, minimum: float | None = No
     return value
 
 
+def decimal_value(text: str) -> float | None:
+    """``text`` (surrounding blanks allowed, as a CSV cell has them) as a finite ASCII decimal
+    number, else None: for readers that word their own message (the AGL1K importer's, a mapping's)."""
+    body = text.strip()
+    if len(body) > MAX_NUMBER_CHARS or not _DECIMAL.fullmatch(body):
+        return None
+    value = float(body)
+    return value if math.isfinite(value) else None
+
+
 def check_float(value: float, where: str, field: str, *, minimum: float | None = None,
                 maximum: float | None = None) -> float:
     """A number already parsed (a JSON number, a spreadsheet cell): finite and within [minimum, maximum]."""

@@ -5,7 +5,7 @@ mutation may spoil, and the command that reads it. A case takes the valid file, 
 numeric field with a hostile number (which MUST be refused, with one line naming the file and
 the physical line) and/or applies structural damage (blank lines, quoted newlines, truncation,
 byte flips, ragged rows: either outcome is fine, a crash is not). After each refused case the
-project is byte-for-byte what it was. A new importer (datasets) adds its Target in ``_build_targets``.
+project is byte-for-byte what it was. A new importer adds its Target at the end of ``_build_targets`` (the seeded cases of the others stay).
 """
 
 from __future__ import annotations
@@ -104,6 +104,20 @@ def _ratings_valid() -> list[str]:
     return rows
 
 
+def _table_valid() -> list[str]:
+    """A dataset in its own column layout (``import dataset --format table`` with a mapping)."""
+    return ["id,lat,lon,place,minutes"] + [f"d{i},{10 + i}.5,{-20 - i}.25,Place {i},{i}.5" for i in range(1, 5)]
+
+
+_TABLE_MAPPING = """[columns]
+key = "id"
+latitude = "lat"
+longitude = "lon"
+title = "place"
+duration_s = "minutes"
+"""
+
+
 def _guess_lines() -> list[str]:
     return ["--lat", "12.5", "--lon", "-3.25", "--confidence", "0.5", "--city", "Lyon"]
 
@@ -118,6 +132,13 @@ def _build_targets(db: str, tmp: Path) -> list[Target]:
         args = file.read_text(encoding="utf-8", errors="surrogateescape").split("\n")
         return main(["--db", db, "--annotator", "fuzz", "study", "guess", "--clip", "c1", *args])
 
+    mapping = tmp / "fuzz-mapping.toml"
+    mapping.write_text(_TABLE_MAPPING, encoding="utf-8")
+
+    def table(file: Path, _: str) -> int:
+        return main(["--db", db, "import", "dataset", "--format", "table", str(file), "--mapping", str(mapping),
+                     "--name", file.stem])
+
     return [
         Target("events", ".csv", _events_valid, lambda line: [0, 2, 3, 4] if "," in line else [], _csv_spoil,
                _events_run(db), lambda path, line, err: f"{path}:{line}:" in err),
@@ -131,6 +152,9 @@ def _build_targets(db: str, tmp: Path) -> list[Target]:
         Target("guesses", ".args", _guess_lines,
                lambda line: [0] if line.replace(".", "").lstrip("-").isdigit() else [],
                lambda line, i, text: text, guess, lambda path, line, err: "guess:" in err),
+        Target("dataset table", ".csv", _table_valid,
+               lambda line: [1, 2, 4] if not line.startswith("id,") and line.count(",") == 4 else [], _csv_spoil,
+               table, lambda path, line, err: str(path.name) in err and f"line {line}" in err),
     ]
 
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from workbench.errors import InputError
+from workbench.strict_numbers import decimal_value
 
 CATEGORY_COLUMNS = (
     "human_sounds",
@@ -157,11 +157,9 @@ def number_field(value: str, where: str, column: str) -> float:
 
     ``where`` is the location as shown in messages (``"data.csv, line 7"``, ``"data.parquet, row 3"``).
     """
-    try:
-        number = float(value.strip())
-    except ValueError:
-        number = math.nan
-    if not math.isfinite(number):
+    # ASCII decimal only (workbench.strict_numbers): float() would take "٣", "1_0" or " inf ".
+    number = decimal_value(value)
+    if number is None:
         shown = value if len(value) <= 40 else value[:37] + "..."
         raise InputError(
             f"{where}, field {column}: {shown!r} is not a number; "

@@ -21,6 +21,7 @@ from typing import Any
 
 from workbench.errors import InputError
 from workbench.importing.agl1k import check_coordinates
+from workbench.strict_numbers import decimal_value
 
 # clip field (as a mapping names it) -> Clip column
 FIELD_COLUMNS: dict[str, str] = {
@@ -46,7 +47,7 @@ VERBATIM_FIELDS = frozenset({"title", "description"})
 SECTIONS = ("columns", "constants", "transforms")
 
 _DMS_SEPARATORS = re.compile(r"[\s°º˚'′’‘\"″”“:]+")
-_DMS_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_DMS_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?")  # ASCII digits only: \d would take other scripts' digits
 _HEMISPHERES = {"latitude": {"N": 1.0, "S": -1.0}, "longitude": {"E": 1.0, "W": -1.0}}
 
 
@@ -251,12 +252,9 @@ def convert_value(name: str, value: Any, transform: str | None) -> Any:
         if isinstance(value, str):
             if not value.strip():
                 return None
-            try:
-                number = float(value.strip())
-            except ValueError:
-                raise ValueError("not a number") from None
-            if not math.isfinite(number):
-                raise ValueError("not a finite number")
+            number = decimal_value(value)  # ASCII decimal only: float() would take "٣" or "1_0"
+            if number is None:
+                raise ValueError("not a number (finite, written with the digits 0-9)")
             return number
         if not isinstance(value, (int, float, Decimal)):
             raise ValueError(f"expected a number, got {_kind(value)}")
