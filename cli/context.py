@@ -133,11 +133,27 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+# Whether this command already wrote its JSON value: a command that prints its summary and then
+# fails (exit 1, some item failed) must not add an error object, so that stdout stays one value.
+_json_written = False
+
+
 def emit_json(payload: Any) -> None:
     """Write machine-readable output on stdout (NaN/inf become null)."""
+    global _json_written
     sys.stdout.write(json.dumps(_jsonable(payload), ensure_ascii=False, indent=2, default=str))
     sys.stdout.write("\n")
     sys.stdout.flush()
+    _json_written = True
+
+
+def json_written(reset: bool = False) -> bool:
+    """Whether :func:`emit_json` wrote this command's value (``reset``: a new command starts)."""
+    global _json_written
+    written = _json_written
+    if reset:
+        _json_written = False
+    return written
 
 
 def check_choice(value: Any, choices: Any, option: str) -> Any:

@@ -13,7 +13,7 @@ from typing import Any, Optional
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from cli.context import AppContext
+from cli.context import AppContext, json_written
 from cli.registry import COMMANDS, HELP_OF, MODULE_OF
 from storage.errors import StoreError
 from workbench.config import default_db_location
@@ -216,7 +216,7 @@ def report_error(message: str, *, exit_code: int = 1, json_output: bool = False)
     line = _one_line(message)
     sys.stderr.write(f"aglw: error: {line}\n")
     sys.stderr.flush()
-    if json_output:
+    if json_output and not json_written():  # a summary already written stays the one JSON value
         import json
 
         sys.stdout.write(json.dumps({"error": line, "exit_code": exit_code}, ensure_ascii=False) + "\n")
@@ -270,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv is None:  # a process of its own (tests calling main() keep their collector as it is)
         _pause_garbage_collection()
     json_output = False
+    json_written(reset=True)
     try:
         # The click command tree is built once (typer's app() would build it a second time:
         # ~0.1 s of every start-up, measured by bench/bench_p11_startup.py).
