@@ -118,8 +118,10 @@ class AgreementView(QWidget):
         return shown
 
     def current_rows(self) -> pd.DataFrame:
-        """The store's agreement table as shown (text cells)."""
-        headers = [self.current.horizontalHeaderItem(c).text() for c in range(self.current.columnCount())]
+        """The store's agreement table as shown (text cells), by column key (the readable titles'
+        keys, which their headers carry: see ``fill_table``)."""
+        items = [self.current.horizontalHeaderItem(c) for c in range(self.current.columnCount())]
+        headers = [item.data(Qt.ItemDataRole.UserRole) or item.text() for item in items]
         return pd.DataFrame(
             [[self.current.item(r, c).text() for c in range(self.current.columnCount())] for r in range(self.current.rowCount())],
             columns=headers,
