@@ -69,12 +69,6 @@ class LazyGroup(TyperGroup):
                 self.commands.setdefault(command_name, command)
         return self.commands.get(name)
 
-    def load_all(self) -> LazyGroup:
-        """Every command loaded (tests that walk the whole tree; never needed to run one)."""
-        for name in MODULE_OF:
-            self.load(name)
-        return self
-
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         command = self.commands.get(cmd_name)
         if command is None and cmd_name in HELP_OF:

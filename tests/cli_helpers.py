@@ -10,6 +10,20 @@ import pytest
 from cli.main import main
 
 
+def command_tree() -> Any:
+    """The root command with every lazy command loaded (for tests that walk the whole tree; the
+    program itself loads a command's module only when it is used)."""
+    import typer
+
+    from cli.main import app
+    from cli.registry import MODULE_OF
+
+    root = typer.main.get_command(app)
+    for name in MODULE_OF:
+        root.load(name)
+    return root
+
+
 def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
     """Run ``aglw argv`` (which must include ``--json``), require exit status 0, return the parsed output.
 

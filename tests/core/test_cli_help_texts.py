@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from cli.main import app, main
 from cli.registry import COMMANDS
+from tests.cli_helpers import command_tree
 
 
 def _walk(command, path: tuple[str, ...] = ()):  # type: ignore[no-untyped-def]
@@ -25,10 +26,7 @@ def _walk(command, path: tuple[str, ...] = ()):  # type: ignore[no-untyped-def]
 
 
 def _every_command() -> list[tuple[tuple[str, ...], object]]:
-    import typer
-
-    root = typer.main.get_command(app)
-    root.load_all()  # type: ignore[attr-defined]
+    root = command_tree()
     return [(path, command) for path, command in _walk(root) if path]
 
 

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 import soundfile as sf
 import torch
-import typer
 
 from tests.core.test_tagging_model import calibrated_model
 from tests.core.test_tagging_ontology import write_small_ontology
 from tests.support.fake_anthropic import FakeAnthropicAPI
 from tests.support.fake_http import serve_folder
-from cli.main import app, main
+from cli.main import main
+from tests.cli_helpers import command_tree
 
 KEY = "sk-ant-json-everywhere-0123456789"
 # screenshot renders the window offscreen, where Qt says this once per window
@@ -41,7 +41,7 @@ def leaf_commands() -> set[str]:
         else:
             found.add(" ".join(path))
 
-    walk(typer.main.get_command(app).load_all(), [])  # the root loads a command's module on use
+    walk(command_tree(), [])  # the root loads a command's module on use
     return found
 
 

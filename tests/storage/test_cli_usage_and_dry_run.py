@@ -16,6 +16,7 @@ import soundfile as sf
 
 from cli.main import main
 from tests.storage.test_cli_json_everywhere import leaf_commands
+from tests.cli_helpers import command_tree
 
 ALM = "DEMO-ALM (synthetic reasoning)"
 # screenshot renders the window offscreen, where Qt says this once per window
@@ -139,10 +140,6 @@ def dry_runs(d: dict[str, Path]) -> dict[str, list[str]]:
 
 
 def _with_dry_run() -> set[str]:
-    import typer
-
-    from cli.main import app
-
     found: set[str] = set()
 
     def walk(command, path: list[str]) -> None:  # type: ignore[no-untyped-def]
@@ -151,7 +148,7 @@ def _with_dry_run() -> set[str]:
         if any("--dry-run" in getattr(p, "opts", ()) for p in getattr(command, "params", ())):
             found.add(" ".join(path))
 
-    walk(typer.main.get_command(app).load_all(), [])
+    walk(command_tree(), [])
     return found
 
 

@@ -14,6 +14,7 @@ import pytest
 
 from cli.main import main
 from tests.storage.studies_project import ALM, link_audio, populate
+from tests.cli_helpers import command_tree
 
 pytestmark = pytest.mark.qt_log_ignore("does not support propagateSizeHints")  # the off-screen screenshot
 
@@ -52,9 +53,7 @@ NOT_OUTPUTS = {
 
 
 def _commands() -> Iterator[tuple[str, object]]:
-    import typer
-
-    from cli.main import LazyGroup, app
+    from cli.main import LazyGroup
 
     def walk(command, path):  # type: ignore[no-untyped-def]
         children = getattr(command, "commands", None)
@@ -65,7 +64,7 @@ def _commands() -> Iterator[tuple[str, object]]:
             child = command.load(name) if isinstance(command, LazyGroup) else children[name]
             yield from walk(child, [*path, name])
 
-    yield from walk(typer.main.get_command(app).load_all(), [])
+    yield from walk(command_tree(), [])
 
 
 def _writes_a_path(param) -> bool:  # type: ignore[no-untyped-def]
