@@ -221,6 +221,7 @@ def test_review_queue_order_in_the_browser(make_window, demo_store) -> None:  # 
     me = LabelService(demo_store).ensure_annotator("tester")
     LabelService(demo_store).set_clip_label(me.id, _clip_id(demo_store, "DEMO-0002"), decision="accept")
     window = make_window()
+    window.blind_action.setChecked(False)  # the informative queue orders by the judges' values
     browser = window.browser
     rows = {row.key: row for row in ReviewService(demo_store).clip_rows(me.id)}
     keys = {row.clip_id: key for key, row in rows.items()}

@@ -149,8 +149,8 @@ def select_clip_inputs(
             continue
         if not tags and clip.id not in tagged:
             # Never tagged (most often: no recording linked), which is not "nothing heard".
-            skipped.append(SkippedClip(clip.key, f"not tagged in tagger run {tagger_run_id} (no audio linked, or "
-                                                 "its tagging failed): `aglw media link`, then `aglw tag`"))
+            skipped.append(SkippedClip(clip.key, f"no tags: the clip was not tagged in tagger run {tagger_run_id} (no "
+                                                 "audio linked, or its tagging failed); `aglw media link`, then `aglw tag`"))
             continue
         if not tags:
             skipped.append(SkippedClip(clip.key, f"no tag with probability ≥ {tau} in tagger run {tagger_run_id}"))
