@@ -33,8 +33,8 @@ KILLS = 20
 CONCURRENCY = 4
 # An answer the server finished sending less than this before a kill may still sit in the socket
 # buffer, unread by a program whose threads were not scheduled yet: it never reached the program,
-# so asking for it again is no second purchase. 0.1 s held on an idle machine; CI's loaded two cores
-# once showed 4 of 80 judge answers in the 0.1-0.25 s band.
+# so asking for it again is no second purchase. 0.1 s held on an idle machine; on CI's loaded two
+# cores it once counted 4 of 80 judge answers as bought again (their delays were not recorded).
 GRACE_S = 0.25
 DEBUG = False
 REPO = Path(__file__).resolve().parents[2]
