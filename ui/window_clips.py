@@ -181,7 +181,7 @@ class ClipViewMixin:
             own = {v["flag"]: v["overruled"] for v in self.labels.quality_overrules(detail.clip_id)
                    if v["annotator_id"] == self.annotator.id}
             from workbench.curation.model import describe_flag
-            from workbench.curation.service import clip_quality_flags
+            from workbench.curation.runs import clip_quality_flags
 
             self.clip_panel.set_quality_votes(
                 detail.quality_flags, own, [describe_flag(f) for f in clip_quality_flags(self.store, detail.clip_id)])

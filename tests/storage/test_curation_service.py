@@ -19,7 +19,7 @@ from tests.storage.test_curation_fixtures import (
     set_polarity,
     set_quality,
 )
-from workbench.curation import service
+from workbench.curation import runs, service
 from workbench.curation.model import FitParameters
 from workbench.errors import AglwError
 
@@ -65,8 +65,8 @@ def test_refit_without_new_labels_gives_an_empty_diff(store) -> None:  # type: i
     assert second.diff is not None and second.diff.empty
     assert second.diff.base_run_id == first.run_id
     assert second.input_fingerprint == first.input_fingerprint
-    assert service.run_diff(store, first.run_id, second.run_id).empty
-    assert [r.id for r in service.list_runs(store)] == [first.run_id, second.run_id]
+    assert runs.run_diff(store, first.run_id, second.run_id).empty
+    assert [r.id for r in runs.list_runs(store)] == [first.run_id, second.run_id]
 
 
 def test_diff_after_expert_label_changes(store) -> None:  # type: ignore[no-untyped-def]

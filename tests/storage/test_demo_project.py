@@ -74,7 +74,7 @@ def test_demo_refuses_to_overwrite(demo) -> None:  # type: ignore[no-untyped-def
 def test_a_stored_run_stays_readable_after_a_second_alm_is_judged(tmp_path: Path) -> None:
     """Selection reads a run against the ALM it was fitted on, even once another ALM is judged
     too (the GUI's selection view used to fail, and with it the whole window)."""
-    from workbench.curation import service
+    from workbench.curation import runs
     from workbench.curation.selection import selection_pool
 
     project = create_demo_project(tmp_path / "demo")
@@ -87,8 +87,8 @@ def test_a_stored_run_stays_readable_after_a_second_alm_is_judged(tmp_path: Path
             s.flush()
             s.add(JudgeRun(judge_name="opus", provider="demo", model_id="x", prompt_version="v",
                            alm_run_id=other.id, status="done"))
-        [run] = service.list_runs(store)
-        info = service.run_info(store, run.id)
+        [run] = runs.list_runs(store)
+        info = runs.run_info(store, run.id)
         assert info.parameters["alm_model"] == demo_alm.model  # the demo records it as fit does
         pool_before, keys, _ = selection_pool(store, run.id)
         # a run written without the parameter (older projects) falls back on its alm_run_id

@@ -12,7 +12,7 @@ from storage.models import Clip, CurationClipResult, CurationRun, Dataset
 
 def test_review_agreement_and_curation_read_the_same_latest_fit(store) -> None:  # type: ignore[no-untyped-def]
     from workbench.agreement.units import load_ratings
-    from workbench.curation.service import latest_run_id
+    from workbench.curation.runs import latest_run_id
     from workbench.review.service import ReviewService
 
     with store.write() as s:

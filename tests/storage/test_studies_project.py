@@ -81,7 +81,7 @@ def test_project_alt_test_refuses_too_few_shared_units_per_candidate(project, ca
 
 
 def test_sensitivity_sweep_agrees_with_a_refit_of_each_setting(project, capsys) -> None:  # type: ignore[no-untyped-def]
-    from workbench.curation import service
+    from workbench.curation import runs, service
     from workbench.curation.model import FitParameters
 
     store, db, base = project
@@ -90,7 +90,7 @@ def test_sensitivity_sweep_agrees_with_a_refit_of_each_setting(project, capsys) 
     assert len(out["settings"]) == 3 * 3 * 4
     assert (base / "sweep" / "sensitivity.csv").exists() and (base / "sweep" / "sensitivity_heatmap.png").exists()
     ref = out["reference"]
-    stored = {c.clip_id for c in service.stored_fit(store).clips if c.candidate}
+    stored = {c.clip_id for c in runs.stored_fit(store).clips if c.candidate}
     assert ref["n_selected"] == len(stored)
     by_setting = {(r["gamma_km"], r["alpha"], r["theta"]): r for r in out["settings"]}
     assert by_setting[(1000.0, 0.05, 0.0)]["jaccard"] == 1.0  # the stored setting reproduces the stored run
@@ -100,7 +100,7 @@ def test_sensitivity_sweep_agrees_with_a_refit_of_each_setting(project, capsys) 
         row = by_setting[(gamma, alpha, theta)]
         assert row["n_selected"] == len(chosen)
         assert row["jaccard"] == pytest.approx(len(chosen & stored) / len(chosen | stored))
-        before = {c.id: c.polarity for c in service.stored_fit(store).categories}
+        before = {c.id: c.polarity for c in runs.stored_fit(store).categories}
         flips = sorted(c.id for c in preview.categories
                        if {before.get(c.id), c.polarity} == {"P", "N"})
         assert row["flipped"].split() == flips

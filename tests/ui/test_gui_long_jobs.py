@@ -19,6 +19,7 @@ from sqlmodel import select
 import workbench.media as media
 from storage.models import Clip, MediaRoot
 from tests.support.cancel_gate import CancelGate
+from workbench.curation import runs as curation_runs
 from workbench.curation import service as curation_service
 
 pytestmark = pytest.mark.qt_log_ignore("does not support propagateSizeHints")
@@ -66,7 +67,7 @@ def _hold_fit_in_worker(monkeypatch, window) -> CancelGate:  # type: ignore[no-u
 
 
 def _run_ids(store) -> list[int]:  # type: ignore[no-untyped-def]
-    return [run.id for run in curation_service.list_runs(store)]
+    return [run.id for run in curation_runs.list_runs(store)]
 
 
 def test_link_audio_is_a_job_a_cancel_keeps_the_links_found_and_resuming_links_the_rest(

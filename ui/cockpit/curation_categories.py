@@ -12,7 +12,7 @@ from typing import Any
 from PySide6.QtWidgets import QCheckBox, QLabel, QTableWidget, QTableWidgetItem
 
 from workbench.commands import Command, CommandStack, SetCategoryPolarity
-from workbench.curation import service
+from workbench.curation import runs
 from workbench.labels import LabelService
 
 CATEGORY_COLUMNS = ["Category", "Name", "a", "ā", "Support", "Fitted", "Polarity", "Forced by expert"]
@@ -31,7 +31,7 @@ class CategoryTableMixin:
     _execute: Callable[[Command], bool] | None
     preview_now: Callable[[], Any]  # the view's: recomputes the preview after a polarity changes
 
-    def _fill_categories(self, result: service.FitResult, what_if: dict[str, str]) -> None:
+    def _fill_categories(self, result: runs.FitResult, what_if: dict[str, str]) -> None:
         current = self.selected_category()
         rows = sorted(result.categories, key=lambda c: (c.polarity not in ("P", "N"), -abs(c.a - c.a_bar), c.id))
         self.table.setRowCount(len(rows))

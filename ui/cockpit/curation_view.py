@@ -45,7 +45,7 @@ from ui.cockpit.curation_categories import CATEGORY_COLUMNS, CategoryTableMixin
 from ui.cockpit.jobs import JobsPanel, fit_job
 from ui.cockpit.run_diff import DiffTree, plain, settings_text, summary_numbers
 from workbench.commands import Command, CommandStack
-from workbench.curation import service
+from workbench.curation import runs, service
 from workbench.curation.model import FitParameters, RunDiff
 from workbench.errors import AglwError
 from workbench.labels import INTERACTIVE_WAIT_S, LabelService
@@ -106,10 +106,10 @@ class CurationView(CategoryTableMixin, QWidget):
         self._execute = execute
         self.live = live
         self.what_if: dict[str, str] = {}
-        self.preview: service.FitResult | None = None
+        self.preview: runs.FitResult | None = None
         self.preview_count = 0
         # what the table shows: a stored run (its id) or, when None, the latest preview
-        self.stored: service.FitResult | None = None
+        self.stored: runs.FitResult | None = None
         self.shown_run_id: int | None = None
         self._latest_run_id: int | None = None
         self._fitted_run_id: int | None = None  # the run the last fit stored, once it ended
@@ -287,7 +287,7 @@ class CurationView(CategoryTableMixin, QWidget):
                 control.blockSignals(False)
         self._base = params
 
-    def preview_now(self) -> service.FitResult | None:
+    def preview_now(self) -> runs.FitResult | None:
         """Fit without storing, with the what-if polarities; shows the result, labelled as a
         preview naming its settings, and its diff against the latest stored run."""
         self._timer.stop()
@@ -314,12 +314,12 @@ class CurationView(CategoryTableMixin, QWidget):
         self.preview_diff.set_diff(result.diff, f"preview against run {base}" if base is not None else "")
         return result
 
-    def show_stored(self, run_id: int | None = None) -> service.FitResult | None:
+    def show_stored(self, run_id: int | None = None) -> runs.FitResult | None:
         """Show a stored run (default: the latest): its settings, categories, numbers and its diff
         against the run before it.  With no stored run, a preview is shown instead."""
         self._timer.stop()
         try:
-            stored = service.stored_fit(self.store, run_id)
+            stored = runs.stored_fit(self.store, run_id)
         except AglwError as exc:
             self.summary.setText(str(exc))
             return None
@@ -328,7 +328,7 @@ class CurationView(CategoryTableMixin, QWidget):
             self.summary.setText("no stored run yet: “Fit and store run” (or `aglw fit`) stores one")
             self.preview_now()
             return None
-        info = service.run_info(self.store, int(stored.run_id))
+        info = runs.run_info(self.store, int(stored.run_id))
         params = FitParameters.from_dict(stored.parameters)
         self._set_controls(params, stored.alm_model or None)
         self.what_if.clear()
@@ -377,7 +377,7 @@ class CurationView(CategoryTableMixin, QWidget):
             known = isinstance(ended.error, (AglwError, ValueError))
             self.fit_status.setText(f"fit failed: {ended.error if known else ended.message}")
             return
-        result: service.FitResult = ended.value
+        result: runs.FitResult = ended.value
         self.fit_status.setText(ended.message)
         self.refresh_runs()
         if result.run_id is not None:
@@ -402,7 +402,7 @@ class CurationView(CategoryTableMixin, QWidget):
         self.alm.setCurrentIndex(max(index, 0))
         self.alm.blockSignals(False)
         self.refresh_runs()
-        latest = service.latest_run_id(self.store)
+        latest = runs.latest_run_id(self.store)
         new_run = latest != self._latest_run_id
         self._latest_run_id = latest
         if self.shown_run_id is None and self.preview is not None and not new_run:
@@ -412,9 +412,9 @@ class CurationView(CategoryTableMixin, QWidget):
             self.show_stored(None if new_run or self.shown_run_id is None else self.shown_run_id)
 
     def refresh_runs(self) -> None:
-        runs = service.list_runs(self.store)
-        self.runs.setRowCount(len(runs))
-        for row, run in enumerate(reversed(runs)):
+        stored = runs.list_runs(self.store)
+        self.runs.setRowCount(len(stored))
+        for row, run in enumerate(reversed(stored)):
             theta = run.parameters.get("theta")
             values = [str(run.id), run.created_at.strftime("%Y-%m-%d %H:%M:%S"),
                       str(run.summary.get("n_candidates", "")), "" if theta is None else f"{float(theta):.4g}"]
@@ -423,10 +423,10 @@ class CurationView(CategoryTableMixin, QWidget):
         previous = (self.run_a.currentData(), self.run_b.currentData())
         for combo in (self.run_a, self.run_b):
             combo.clear()
-            for run in runs:
+            for run in stored:
                 combo.addItem(f"run {run.id}", run.id)
-        if len(runs) >= 2:
-            self._select_runs(previous[0] or runs[-2].id, previous[1] or runs[-1].id)
+        if len(stored) >= 2:
+            self._select_runs(previous[0] or stored[-2].id, previous[1] or stored[-1].id)
 
     def _run_double_clicked(self, row: int, _column: int) -> None:
         item = self.runs.item(row, 0)
@@ -448,7 +448,7 @@ class CurationView(CategoryTableMixin, QWidget):
         if run_a is None or run_b is None:
             self.run_diff.set_diff(None, "store at least two runs to compare")
             return None
-        diff = service.run_diff(self.store, int(run_a), int(run_b))
+        diff = runs.run_diff(self.store, int(run_a), int(run_b))
         self.run_diff.set_diff(diff, f"run {run_a} → run {run_b}")
         return diff
 

@@ -36,6 +36,7 @@ from PySide6.QtWidgets import (
 
 from storage import Store
 from workbench.attribution.config import JudgesConfig
+from workbench.curation import runs as curation_runs
 from workbench.curation import service as curation_service
 from workbench.curation.model import FitParameters
 from workbench.tagging.ontology import Ontology
@@ -315,7 +316,7 @@ def fit_job(store: Store, params: FitParameters, *, alm_model: str | None = None
             on_end: Callable[[TaskResult], None] | None = None) -> JobSpec:
     """Fit and store a curation run; the result's value is the :class:`FitResult`."""
 
-    def run(task: TaskContext) -> curation_service.FitResult:
+    def run(task: TaskContext) -> curation_runs.FitResult:
         from workbench.project import category_names
 
         # Named as `aglw fit` names them, so a run stored from here shows its category names too.
@@ -323,7 +324,7 @@ def fit_job(store: Store, params: FitParameters, *, alm_model: str | None = None
         return curation_service.fit(store, params, alm_model=alm_model, created_by=created_by,
                                     category_names=names, task=task)
 
-    def summary(result: curation_service.FitResult) -> str:
+    def summary(result: curation_runs.FitResult) -> str:
         numbers = result.summary
         return (f"stored curation run {result.run_id}: {numbers['n_candidates']} candidates of "
                 f"{numbers['n_clips']} clips at θ = {numbers['theta_used']:.4g}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHeaderView, QLabel, QTreeWidget, QTreeWidgetItem, QWidget
 
-from workbench.curation import service
+from workbench.curation import runs
 from workbench.curation.model import FitParameters, RunDiff
 
 DEFAULTS = FitParameters()
@@ -30,7 +30,7 @@ def settings_text(params: FitParameters, alm_model: str | None = None, what_if: 
     return text
 
 
-def summary_numbers(result: service.FitResult) -> str:
+def summary_numbers(result: runs.FitResult) -> str:
     """Counts read off the result's own rows (a stored run written by another tool may have a
     shorter summary), θ from its summary or parameters."""
     theta = result.summary.get("theta_used", result.parameters.get("theta"))

@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from storage import Store
-from workbench.curation import service
+from workbench.curation import runs
 from workbench.curation.export import ExportResult, TargetExists, export_selection
 from workbench.curation.selection import (
     UNKNOWN_CONTINENT,
@@ -132,7 +132,7 @@ class SelectionView(QWidget):
         """Re-read the stored runs, the stored selections and the current decisions."""
         chosen = self.run.currentData()
         self.run.clear()
-        for info in reversed(service.list_runs(self.store)):
+        for info in reversed(runs.list_runs(self.store)):
             self.run.addItem(f"run {info.id}", info.id)
         self.run.setCurrentIndex(max(self.run.findData(chosen), 0))
         self.build_button.setEnabled(self.run.count() > 0)

@@ -30,7 +30,7 @@ from sqlalchemy import select
 import workbench
 from storage import Store
 from storage.models import Clip
-from workbench.curation import service
+from workbench.curation import runs
 from workbench.curation.selection import stored_selection
 from workbench.errors import AglwError
 from workbench.outputs import check_file_targets, write_text
@@ -133,7 +133,7 @@ def export_selection(
             )
         rows.append(row)
     text = render_csv(rows)
-    info = service.run_info(store, chosen.run_id) if chosen.run_id is not None else None
+    info = runs.run_info(store, chosen.run_id) if chosen.run_id is not None else None
     manifest = {
         "format": "agl1k",
         "csv": target.name,

@@ -179,9 +179,9 @@ def gather(store: Store, *, dataset: str | None = None, keys: list[str] | None =
         run, results = _curation(session, about_selection["run_id"] if about_selection else None, clip_ids)
         tagger_run_id, tags = _tags(session, clip_ids)
     if run is not None:
-        from workbench.curation import service
+        from workbench.curation import runs
 
-        info = service.run_info(store, run["id"])
+        info = runs.run_info(store, run["id"])
         run.update(input_fingerprint=info.input_fingerprint, parameters=info.parameters,
                    created_at=info.created_at.isoformat())
     names = category_names(store) if tags else {}

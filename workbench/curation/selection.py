@@ -33,7 +33,7 @@ from sqlalchemy import select as sql_select
 from storage import Store
 from storage.models import AlmRun, Clip, Selection
 from workbench.audio.quality import stored_flag_name
-from workbench.curation import service
+from workbench.curation import runs
 from workbench.curation.inputs import gather_inputs
 from workbench.curation.model import FitParameters
 from workbench.project import speech_probabilities
@@ -178,7 +178,7 @@ def make_selection(store: Store, size: int, *, run_id: int | None = None) -> Sel
     Decisions and quality overrules are read as they are now, so a clip
     accepted or rejected after the fit is honoured without a refit.
     """
-    run_id = run_id if run_id is not None else service.latest_run_id(store)
+    run_id = run_id if run_id is not None else runs.latest_run_id(store)
     if run_id is None:
         raise AglwError("no curation run is stored; run `aglw fit` first")
     pool, keys, params = selection_pool(store, run_id)
@@ -271,9 +271,9 @@ def selection_pool(store: Store, run_id: int) -> tuple[pd.DataFrame, pd.Series, 
     (pool, keys, params)
         The pool (columns as :func:`select_clips` documents), clip id → key, and the run's parameters.
     """
-    info = service.run_info(store, run_id)
+    info = runs.run_info(store, run_id)
     params = FitParameters.from_dict(info.parameters)
-    clips = service.load_run_clips(store, run_id)
+    clips = runs.load_run_clips(store, run_id)
     inputs = gather_inputs(store, _reference_alm(store, info))
     # Speech as the fit saw it: the tags of the fit's tagger run, at the fit's τ (the one rule).
     tagger_run_id = info.summary.get("inputs", {}).get("tagger_run_id")

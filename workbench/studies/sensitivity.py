@@ -186,19 +186,19 @@ def load_sweep_inputs(store: Store, run_id: int | None = None,
 
     Returns the inputs and the stored run's l_k (for the default θ grid).
     """
-    from workbench.curation import service
+    from workbench.curation import runs, service
     from workbench.curation.inputs import gather_inputs
     from workbench.speech import SPEECH_CLASS_ID, is_speech_clip
 
-    run_id = run_id if run_id is not None else service.latest_run_id(store)
+    run_id = run_id if run_id is not None else runs.latest_run_id(store)
     if run_id is None:
         raise InputError("no stored curation run to compare with; run `aglw fit` first")
-    info = service.run_info(store, run_id)
+    info = runs.run_info(store, run_id)
     base = FitParameters.from_dict(info.parameters)
     inputs = gather_inputs(store, info.parameters.get("alm_model") or None)
     frame = service.build_fit_frame(inputs, base, roots_of)
-    stored = service.load_run_clips(store, run_id)
-    result = service.stored_fit(store, run_id)
+    stored = runs.load_run_clips(store, run_id)
+    result = runs.stored_fit(store, run_id)
     assert result is not None
     polarity = pd.Series({c.id: c.polarity for c in result.categories}, dtype=object)
     speech_tag = inputs.tags[inputs.tags["category"] == SPEECH_CLASS_ID].set_index("clip")["probability"] if len(
