@@ -29,11 +29,11 @@ from PySide6.QtWidgets import (
     QDockWidget,
     QGraphicsRectItem,
     QListWidgetItem,
-    QMainWindow,
     QScrollArea,
 )
 
 from workbench.errors import AglwError, InputError
+from ui.docking import DockHost
 from ui.events_headphones import HeadphonesMixin
 from ui.events_widget import EventsPanel, class_colour
 from workbench.events.binaural import BinauralDecoder
@@ -45,6 +45,8 @@ from workbench.events.tracks import apply_dragged_path, is_moving
 from workbench.labels import INTERACTIVE_WAIT_S
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ui.player import PlayerView
     from ui.session import ReviewSession
 
@@ -395,24 +397,22 @@ class EventsController(HeadphonesMixin):
         self.draw()
 
 
-def install_events_panel(session: ReviewSession, window: QMainWindow,
-                         player_view: PlayerView) -> EventsController:
-    """Add the events dock to ``window`` (beside its Evidence dock) and its keys to the window's
-    actions; the events follow the session's shown clip and are edited through its stack."""
+def install_events_panel(session: ReviewSession, host: DockHost, player_view: PlayerView, *,
+                         beside: QDockWidget | None = None) -> EventsController:
+    """Add the events dock (in a tab ``beside`` the Evidence dock) and its keys to the window's
+    shortcuts; the events follow the session's shown clip and are edited through its stack."""
     panel = EventsPanel()
-    dock = QDockWidget("Events", window)
-    dock.setObjectName("dock-Events")
     scroller = QScrollArea()  # the dock may be smaller than the panel: it scrolls, the window keeps its size
     scroller.setWidgetResizable(True)
     scroller.setWidget(panel)
-    dock.setWidget(scroller)
     # A tab beside the Evidence dock: a dock of its own below Judgment got ~80 px at 1280×800 (only
     # its check box showed); as a tab it has the Evidence dock's height and the window its minimum size.
-    window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
-    neighbour = window.findChild(QDockWidget, "dock-Evidence")
-    if neighbour is not None:
+    dock = host.add_dock("Events", scroller, Qt.DockWidgetArea.RightDockWidgetArea)
+    if beside is not None:
+        neighbour = beside
+
         def tabify() -> None:
-            window.tabifyDockWidget(neighbour, dock)
+            host.tab_beside(neighbour, dock)
             neighbour.raise_()
 
         # Once the window's event loop runs: tabified before, Qt left a stale copy of the tab bar
@@ -424,12 +424,11 @@ def install_events_panel(session: ReviewSession, window: QMainWindow,
     session.audioShown.connect(controller.audio_ready)
     session.stack.subscribe(controller.refresh)
 
-    def action(text: str, keys: list[str], slot: Any) -> None:
-        act = QAction(text, window)
+    def action(text: str, keys: list[str], slot: Callable[[], object]) -> None:
+        act = QAction(text, host.parent)
         act.setShortcuts([QKeySequence(k) for k in keys])
-        act.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
         act.triggered.connect(slot)
-        window.addAction(act)
+        host.add_shortcut(act)
 
     action("Next event", ["N"], lambda: controller.step(1))
     action("Previous event", ["P"], lambda: controller.step(-1))

@@ -3,7 +3,9 @@
 The window is the frame: it builds the review session (:class:`ui.session.ReviewSession`: the
 store, the annotator, the undo stack and ``execute``, the shown clip, the visibility policy and
 the signals every panel follows), composes the panels and docks around it, the keyboard actions,
-the remembered layout and what closing does. Panels receive the session, never the window.
+the remembered layout and what closing does. Panels receive the session, never the window:
+those that add docks or menus get a :class:`ui.docking.DockHost` and the docks or menus they
+attach to, and ask for a clip, a reload or a live re-read through the session's requests.
 Its other jobs live in mixins of their own:
 showing a clip and its audio (:mod:`ui.window_clips`), edits with undo/redo and pending
 writes (:mod:`ui.window_edits`), the Project menu's open and link-audio jobs
@@ -41,6 +43,7 @@ from ui.error_modes_panel import install_error_modes
 from ui.evidence import ClipInfoPanel, ClipPanel, ReasoningView, TagsPanel, plain_label
 from ui.events_panel import install_events_panel
 from ui.cockpit.guess_mode import install_guess_mode
+from ui.docking import DockHost
 from ui.player import PlayerView
 from ui.session import ReviewSession
 from ui.window_clips import ClipViewMixin, ViewState
@@ -115,6 +118,7 @@ class MainWindow(ClipViewMixin, EditsMixin, ProjectsMixin, DialogsMixin, QMainWi
         # AB pairs need a microphone spacing for their direction view (config.toml ab_spacing_m).
         self.ab_spacing_m, self.ab_spacing_problem = ab_spacing_from_config()
         self.setObjectName("MainWindow")
+        self.dock_host = DockHost(self)
 
         self.player_view = PlayerView(player)
         self.banner = ErrorBanner()
@@ -177,12 +181,15 @@ class MainWindow(ClipViewMixin, EditsMixin, ProjectsMixin, DialogsMixin, QMainWi
         # has its real size (sizes given before that are not kept).
         self._layout_pending = state is None or not self.restoreState(state)
         self.reload_rows()
-        self.cockpit: Cockpit = install_cockpit(self)
+        self.cockpit: Cockpit = install_cockpit(self.session, self.dock_host, anchor=grid_dock,
+                                                project_menu=self.project_menu,
+                                                visible_clip_ids=self.browser.visible_clip_ids)
         self._show_modes_in_cockpit()
         # the error-mode column (issue 18), a tab of the Evidence panel
         self.error_modes = install_error_modes(self.session, self.evidence_tabs, self.info.almChosen)
         # spatial sound events (issue 17), a dock beside the Evidence dock
-        self.spatial_events = install_events_panel(self.session, self, self.player_view)
+        self.spatial_events = install_events_panel(self.session, self.dock_host, self.player_view,
+                                                   beside=evidence_dock)
         # humans as localizers on the map (issue 18)
         self.guess_mode = install_guess_mode(self.session, self.cockpit.map, self.review_menu,
                                              lambda: self.cockpit.show("map"))
@@ -239,15 +246,20 @@ class MainWindow(ClipViewMixin, EditsMixin, ProjectsMixin, DialogsMixin, QMainWi
         session.conflicted.connect(self._show_conflict)
         session.status.connect(self.show_status)
         session.detailChanged.connect(self._detail_changed)
+        session.openClipRequested.connect(self.open_clip)
+        session.reloadRequested.connect(self.reload_from_store)
+        session.liveRefreshRequested.connect(self.refresh_detail_in_background)
+
+    def reload_from_store(self) -> None:
+        """Re-read the clip list and re-open the shown clip (another window or process wrote)."""
+        self.reload_rows()
+        if self.detail is not None:
+            self.open_clip(self.detail.clip_id)
 
     # ------------------------------------------------------------------ construction
 
     def _dock(self, title: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
-        dock = QDockWidget(title, self)
-        dock.setObjectName(f"dock-{title}")
-        dock.setWidget(widget)
-        self.addDockWidget(area, dock)
-        return dock
+        return self.dock_host.add_dock(title, widget, area)
 
     def _make_actions(self) -> None:
         def action(text: str, keys: list[str], slot) -> QAction:  # type: ignore[no-untyped-def]
@@ -278,6 +290,15 @@ class MainWindow(ClipViewMixin, EditsMixin, ProjectsMixin, DialogsMixin, QMainWi
         self.review_menu = menu  # panels add their actions here (never found by its text)
         for act in (self.play_action, self.undo_action, self.redo_action, self.blind_action):
             menu.addAction(act)
+        # Project ▸ Open project… and Link audio… (ui.window_projects); the cockpit adds Refresh (F5).
+        self.project_menu = self.menuBar().addMenu("&Project")
+        open_action = QAction("Open project…", self)
+        open_action.triggered.connect(self.ask_open_project)
+        link_action = QAction("Link audio…", self)  # the same rule as `aglw media link`
+        link_action.triggered.connect(self.ask_link_audio)
+        for act in (open_action, link_action):
+            self.project_menu.addAction(act)
+            self.addAction(act)
         self._stack_changed()
 
     # ------------------------------------------------------------------ blind and guess mode

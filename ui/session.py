@@ -4,8 +4,10 @@ A :class:`ReviewSession` is one annotator reviewing one project: the store, the 
 read service, the label service, the undo stack and :meth:`ReviewSession.execute`, the shown
 clip's detail, the visibility policy (:class:`workbench.review.visibility.VisibilityPolicy`)
 and the signals a panel follows. Panels receive the session (and the one widget they attach
-to), never the window: the window builds the session, composes the docks and answers the
-session's signals with its own widgets (the error banner, the conflict dialog, the status line).
+to, or a :class:`ui.docking.DockHost` to add docks and menus), never the window: the window
+builds the session, composes the docks and answers the session's signals with its own widgets
+(the error banner, the conflict dialog, the status line) and its navigation requests (open a
+clip, reload from the store, re-read the shown clip off the GUI thread).
 """
 
 from __future__ import annotations
@@ -46,6 +48,12 @@ class ReviewSession(QObject):
         An edit was refused because the label changed elsewhere (the ConflictError).
     status(str)
         A line for the status bar.
+    openClipRequested(int)
+        A panel asks for a clip to be shown (a link in a view); the window opens it.
+    reloadRequested()
+        A panel asks for the clip list and the shown clip to be re-read from the store.
+    liveRefreshRequested()
+        A panel asks for the shown clip to be re-read off the GUI thread (a job stores answers).
     """
 
     clipShown = Signal(int)
@@ -55,6 +63,9 @@ class ReviewSession(QObject):
     writeFailed = Signal(str)
     conflicted = Signal(object)
     status = Signal(str)
+    openClipRequested = Signal(int)
+    reloadRequested = Signal()
+    liveRefreshRequested = Signal()
 
     def __init__(self, store: Store, annotator: AnnotatorInfo, visibility: VisibilityPolicy,
                  parent: QObject | None = None) -> None:
@@ -96,6 +107,18 @@ class ReviewSession(QObject):
 
     def show_status(self, message: str) -> None:
         self.status.emit(message)
+
+    # ------------------------------------------------------------------ navigation requests
+    # A panel asks; the window, which owns the browser, the player and the live reader, answers.
+
+    def request_clip(self, clip_id: int) -> None:
+        self.openClipRequested.emit(clip_id)
+
+    def request_reload(self) -> None:
+        self.reloadRequested.emit()
+
+    def request_live_refresh(self) -> None:
+        self.liveRefreshRequested.emit()
 
     # ------------------------------------------------------------------ edits
 

@@ -63,7 +63,7 @@ def test_the_session_re_reads_the_shown_clip_and_tells_the_policy(demo_store, qt
     assert session.visibility.reveal() is None and session.visibility.judges_visible()
 
 
-@pytest.mark.parametrize("module", ["ui.error_modes_panel", "ui.cockpit.guess_mode", "ui.events_panel"])
+@pytest.mark.parametrize("module", ["ui.error_modes_panel", "ui.cockpit.guess_mode", "ui.events_panel", "ui.cockpit"])
 def test_no_install_function_takes_an_untyped_window(module: str) -> None:
     import importlib
 

@@ -1,18 +1,19 @@
 """The curation cockpit: jobs, curation, selection, map, leaderboard, agreement and team views.
 
-:func:`install_cockpit` adds them to the review workbench's main window as tabbed docks,
-wires clip links into the review workbench, and adds the Refresh (F5) and
-"Open project…" actions (the window opens the project: :meth:`MainWindow.open_project`).
+:func:`install_cockpit` adds them as tabbed docks through the window's
+:class:`ui.docking.DockHost`, works on the :class:`ui.session.ReviewSession` (the store, the
+annotator, the stack, the shown clip), asks the session to open a clip its views link to, and
+adds Project ▸ Refresh (F5) and the Cockpit menu. It never sees the review window itself.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QDockWidget, QScrollArea, QWidget
+from PySide6.QtWidgets import QDockWidget, QMenu, QScrollArea, QWidget
 
 from storage import Store
 from ui.cockpit.agreement_view import AgreementView
@@ -22,10 +23,9 @@ from ui.cockpit.leaderboard_view import LeaderboardView
 from ui.cockpit.map_view import MapView
 from ui.cockpit.selection_view import SelectionView
 from ui.cockpit.team import TeamView
+from ui.docking import DockHost
+from ui.session import ReviewSession
 from workbench.errors import AglwError
-
-if TYPE_CHECKING:  # the window builds its cockpit; the cockpit never imports the window at run time
-    from ui.main_window import MainWindow
 
 VIEW_NAMES = ("curation", "selection", "map", "leaderboard", "agreement", "jobs", "team")
 
@@ -88,11 +88,15 @@ class Cockpit:
             self.owned_store.dispose()
 
 
-def install_cockpit(window: MainWindow, *, force_sync: bool = False) -> Cockpit:
-    """Add the cockpit views to ``window`` as tabbed docks; the window keeps the returned object."""
-    store = window.store
+def install_cockpit(session: ReviewSession, host: DockHost, *, anchor: QDockWidget | None,
+                    project_menu: QMenu, visible_clip_ids: Callable[[], list[int]],
+                    force_sync: bool = False) -> Cockpit:
+    """Add the cockpit views as docks tabbed beside ``anchor`` (the review's bottom dock), Refresh
+    to ``project_menu`` and a Cockpit menu; ``visible_clip_ids`` are the clips an ALM run is
+    offered (the browser's). The window keeps the returned object."""
+    store = session.store
     jobs = JobsPanel(store, force_sync=force_sync)
-    curation = CurationView(store, window.annotator.id, window.stack, execute=window.execute, jobs=jobs)
+    curation = CurationView(store, session.annotator.id, session.stack, execute=session.execute, jobs=jobs)
     selection = SelectionView(store)
     world = MapView(store)
     board = LeaderboardView(store, force_sync=force_sync)
@@ -104,42 +108,40 @@ def install_cockpit(window: MainWindow, *, force_sync: bool = False) -> Cockpit:
     widgets = {"curation": curation, "selection": selection, "map": world, "leaderboard": board,
                "agreement": agreement, "jobs": jobs, "team": team}
     # tabbed with the review's bottom dock, so the cockpit adds no minimum size to the window
-    first: QDockWidget | None = window.findChild(QDockWidget, "dock-Attribution")
+    first = anchor
     for name in VIEW_NAMES:
-        dock = QDockWidget(titles[name], window)
-        dock.setObjectName(f"dock-cockpit-{name}")
         # in a scroll area the views never force a minimum size on the main window
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setWidget(widgets[name])
-        dock.setWidget(scroll)
-        window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, dock)
+        dock = host.add_dock(titles[name], scroll, Qt.DockWidgetArea.BottomDockWidgetArea,
+                             name=f"dock-cockpit-{name}")
         if first is None:
             first = dock
         else:
-            window.tabifyDockWidget(first, dock)
+            host.tab_beside(first, dock)
         docks[name] = dock
     cockpit = Cockpit(jobs, curation, selection, world, board, agreement, team, docks)
 
     def open_key(key: str) -> None:
-        window.open_clip(window.review.clip_id_for_key(key))
+        session.request_clip(session.review.clip_id_for_key(key))
 
     for view in (curation, selection):
         view.clipActivated.connect(open_key)
-    window.clipShown.connect(lambda _clip_id: world.set_clip(window.detail))
+    session.clipShown.connect(lambda _clip_id: world.set_clip(session.detail))
     curation.runStored.connect(lambda _run: selection.refresh())
     # Answers, tags and judgments appear while a job runs, not only when it ends: the leaderboard
     # and the shown clip are re-read at most every 2 s while items finish (an ALM run's answers
     # reach the leaderboard and the review view's ALM chooser as they arrive). Both reads (every
     # model's metrics; the shown clip's texts) run off the GUI thread, the latest read alone is shown.
-    live = QTimer(window)
+    live = QTimer(host.parent)
     live.setObjectName("cockpit-live-refresh")
     live.setSingleShot(True)
     live.setInterval(2000)
 
     def live_refresh() -> None:
         board.refresh_in_background()
-        window.refresh_detail_in_background()
+        session.request_live_refresh()
 
     live.timeout.connect(live_refresh)
     jobs.clipFinished.connect(lambda *_: None if live.isActive() else live.start())
@@ -147,7 +149,7 @@ def install_cockpit(window: MainWindow, *, force_sync: bool = False) -> Cockpit:
     def job_ended(_status: str, _message: str) -> None:
         live.stop()
         cockpit.refresh()
-        window.refresh_detail()
+        session.refresh_detail()
 
     jobs.finished.connect(job_ended)
 
@@ -160,7 +162,7 @@ def install_cockpit(window: MainWindow, *, force_sync: bool = False) -> Cockpit:
         except AglwError as exc:
             jobs.status.setText(str(exc))
             return
-        if confirm(window, "Send to the judges?", text):
+        if confirm(host.parent, "Send to the judges?", text):
             jobs.start(judge_job(store, config))
 
     def start_fit() -> None:
@@ -173,30 +175,21 @@ def install_cockpit(window: MainWindow, *, force_sync: bool = False) -> Cockpit:
     def start_alm() -> None:
         from ui.cockpit.alm_job import start_alm_run
 
-        start_alm_run(window, store, jobs, window.browser.visible_clip_ids)
+        start_alm_run(host.parent, store, jobs, visible_clip_ids)
 
     jobs.add_starter("Ask an ALM… (estimate first)", start_alm)
 
     def refresh_all() -> None:
-        window.reload_rows()
-        if window.detail is not None:
-            window.open_clip(window.detail.clip_id)
+        session.request_reload()  # the window re-reads its clip list and re-opens the shown clip
         cockpit.refresh()
-        window.statusBar().showMessage("reloaded from the project store", 5000)
+        session.show_status("reloaded from the project store")
 
-    menu = window.menuBar().addMenu("&Project")
-    refresh = QAction("Refresh", window)
+    refresh = QAction("Refresh", host.parent)
     refresh.setShortcut(QKeySequence("F5"))
-    refresh.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
     refresh.triggered.connect(refresh_all)
-    open_action = QAction("Open project…", window)
-    open_action.triggered.connect(window.ask_open_project)
-    link_action = QAction("Link audio…", window)  # the same rule as `aglw media link`
-    link_action.triggered.connect(window.ask_link_audio)
-    for act in (open_action, link_action, refresh):
-        menu.addAction(act)
-        window.addAction(act)
-    view_menu = window.menuBar().addMenu("&Cockpit")
+    project_menu.addAction(refresh)
+    host.add_shortcut(refresh)
+    view_menu = host.add_menu("&Cockpit")
     for name in VIEW_NAMES:
         view_menu.addAction(docks[name].toggleViewAction())
     cockpit.refresh_action = refresh
