@@ -1,4 +1,6 @@
-"""The pool step stores clip properties and quality; the analyze / fetch-audio CLI commands; opening a clip."""
+"""The pool step stores clip properties and quality; the analyze / fetch-audio CLI commands.
+
+Opening a clip for the player: tests/core/test_clip_open.py."""
 
 from __future__ import annotations
 
@@ -12,7 +14,6 @@ import soundfile as sf
 from sqlmodel import select
 
 from storage.models import Clip, ClipQuality, Dataset, MediaRoot
-from workbench.audio.loader import AudioError
 from workbench.audio.service import analyze_file, pool_quality_flags
 from workbench.pool.service import analyze_pool
 from cli.main import main
@@ -119,111 +120,3 @@ def test_fetch_audio_cli_reports_failures(project, sqlite_path: Path, tmp_path: 
     assert payload["failed"] == 1 and "quiet" in payload["failures"]
     assert "could not be fetched" in captured.err
     assert main(["--db", str(sqlite_path), "fetch-audio", "--clips", "all,quiet"]) == 1
-
-
-def test_open_clip_decodes_once_and_matches_each_stage(tmp_path: Path) -> None:
-    from workbench.audio import synth
-    from workbench.audio.direction import analyze_file
-    from workbench.audio.service import open_clip
-    from workbench.audio.pyramid_cache import compute_pyramids
-    from workbench.audio.spectrogram import SpectrogramParams
-
-    rate = 16000
-    samples = synth.woodworth_binaural(synth.white_noise(rate * 3, np.random.default_rng(8)), rate, 35.0)
-    path = tmp_path / "pair.wav"
-    sf.write(path, samples.astype(np.float32), rate, subtype="FLOAT")
-    params = SpectrogramParams(n_fft=512, hop=128)
-    cache = tmp_path / "cache"
-    opened = open_clip(path, layout="binaural", params=params, cache_dir=cache)
-    assert opened.audio.samples.shape == (rate * 3, 2) and opened.audio.sample_rate == rate
-    assert opened.direction == analyze_file(path, layout="binaural")
-    assert all(abs(angle - 35.0) <= 2.0 for angle in opened.direction.frames.lateral_deg.tolist())
-    expected, expected_envelope = compute_pyramids(opened.audio, params)
-    assert len(opened.pyramid.levels) == len(expected.levels)
-    for got, want in zip(opened.pyramid.levels, expected.levels):
-        np.testing.assert_array_equal(got, want)
-    np.testing.assert_array_equal(opened.envelope.maxs[0], expected_envelope.maxs[0])
-    assert set(opened.timings) >= {"decode", "pyramid", "direction", "total"}
-    assert opened.timings["total"] >= opened.timings["decode"] > 0
-    # The pyramid went to the cache: a second open reads it (memory-mapped) instead of computing.
-    assert len(list(cache.iterdir())) == 1
-    again = open_clip(path, layout="binaural", params=params, cache_dir=cache)
-    assert isinstance(again.pyramid.levels[0].base, np.memmap) or isinstance(again.pyramid.levels[0], np.memmap)
-    np.testing.assert_array_equal(again.pyramid.levels[0], expected.levels[0])
-    # Without the cache nothing is written.
-    open_clip(path, layout="stereo", params=params, cache_dir=tmp_path / "unused", use_cache=False)
-    assert not (tmp_path / "unused").exists()
-
-
-def test_open_clip_can_write_the_cache_behind(tmp_path: Path) -> None:
-    from workbench.audio.service import open_clip
-    from workbench.audio.pyramid_cache import wait_for_cache_writes
-    from workbench.audio.spectrogram import SpectrogramParams
-
-    path = _tone(tmp_path / "pair.wav", 0.3, seconds=2.0)
-    params = SpectrogramParams(n_fft=512, hop=128)
-    cache = tmp_path / "cache"
-    opened = open_clip(path, layout="binaural", params=params, cache_dir=cache, write_behind=True)
-    assert opened.computed_pyramids and "cache_write" not in opened.timings  # not waited for
-    wait_for_cache_writes()
-    assert len([entry for entry in cache.iterdir() if not entry.name.startswith(".tmp-")]) == 1
-    again = open_clip(path, layout="binaural", params=params, cache_dir=cache, write_behind=True)
-    assert not again.computed_pyramids
-    for got, want in zip(again.pyramid.levels, opened.pyramid.levels):
-        np.testing.assert_array_equal(got, want)
-
-
-def test_open_clip_without_direction_information(tmp_path: Path) -> None:
-    from workbench.audio.service import open_clip
-
-    path = _tone(tmp_path / "mono.wav", 0.2, channels=1)
-    opened = open_clip(path, cache_dir=tmp_path / "cache")
-    assert opened.direction is None and "mono clips carry no direction information" in opened.direction_note
-    assert opened.pyramid.levels[0].shape[1] > 0
-    stereo = _tone(tmp_path / "pair.wav", 0.2)
-    refused = open_clip(stereo, layout="ab", cache_dir=tmp_path / "cache")
-    assert refused.direction is None and "needs the microphone spacing" in refused.direction_note
-    spaced = open_clip(stereo, layout="ab", spacing_m=0.3, cache_dir=tmp_path / "cache")
-    assert spaced.direction is not None and spaced.direction.layout == "ab"
-    with pytest.raises(AudioError, match="absent.wav"):
-        open_clip(tmp_path / "absent.wav")
-
-
-def test_open_clip_side_by_side_equals_one_after_the_other(tmp_path: Path) -> None:
-    from workbench.audio.service import open_clip
-
-    path = _tone(tmp_path / "pair.wav", 0.3, seconds=2.0)
-    both = open_clip(path, layout="binaural", use_cache=False, parallel=True)
-    one = open_clip(path, layout="binaural", use_cache=False, parallel=False)
-    assert both.timings["parallel"] == 1.0 and one.timings["parallel"] == 0.0
-    assert both.direction == one.direction and both.direction is not None
-    np.testing.assert_array_equal(both.pyramid.levels[0], one.pyramid.levels[0])
-
-
-def test_open_clip_runs_the_direction_beside_at_a_lower_priority(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import threading
-
-    import workbench.audio.opening as opening
-    from workbench.audio.service import open_clip
-
-    path = _tone(tmp_path / "pair.wav", 0.3, seconds=1.0)
-    lowered: list[tuple[str, int]] = []
-    monkeypatch.setattr(opening.os, "getpriority", lambda which, who: 0, raising=False)
-    monkeypatch.setattr(opening.os, "setpriority",
-                        lambda which, who, value: lowered.append((threading.current_thread().name, value)), raising=False)
-    opened = open_clip(path, layout="binaural", use_cache=False, parallel=True)
-    assert opened.timings["parallel"] == 1.0 and lowered == [("aglw-open-direction", 10)]
-    open_clip(path, layout="binaural", use_cache=False, parallel=False)
-    assert len(lowered) == 1  # one thread: nothing to lower
-
-
-def test_side_by_side_needs_a_second_core_not_an_idle_machine(monkeypatch: pytest.MonkeyPatch) -> None:
-    import os
-
-    from workbench.audio import service
-
-    monkeypatch.setattr(os, "getloadavg", lambda: (3.9, 4.0, 4.0), raising=False)
-    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
-    assert service.has_second_core()
-    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
-    assert not service.has_second_core()

@@ -5,8 +5,8 @@ The decoder runs on a helper thread and writes into the buffer that becomes the 
 samples (:class:`~workbench.audio.streaming.DecodeStream`); the calling thread turns each block
 into spectrogram columns, and the direction analysis takes the same blocks on a third thread.
 Nothing waits for the whole file before it starts, and the file is read once. Pure (numpy,
-scipy, soundfile): no database, no Qt; the review window's worker and ``open_clip`` of the
-audio service both call :func:`open_audio`.
+scipy, soundfile): no database, no Qt; the review window's job
+(:func:`workbench.audio.clip_open.load_clip_audio`) calls :func:`open_audio`.
 """
 
 from __future__ import annotations
@@ -181,8 +181,9 @@ def open_audio(
         the direction analysis uses what CPU they leave. On two cores this is also the
         quickest full open of a file whose decode is the largest job (an MP3: the decoder
         keeps a core instead of three busy threads sharing two), and close to the quickest
-        of one that decodes in no time (a WAV); :func:`workbench.audio.service.open_clip`
-        sets it. False (the default) shares the CPU evenly among the three threads.
+        of one that decodes in no time (a WAV); the review window
+        (:func:`workbench.audio.clip_open.load_clip_audio`) sets it. False (the default)
+        shares the CPU evenly among the three threads.
     direction_after_spectrogram
         Start the direction analysis only once ``on_spectrogram`` has returned; the blocks
         wait in its queue until then (no copy: they are views of the playback buffer). The
@@ -190,8 +191,7 @@ def open_audio(
         screen, and until then nothing but the decoder and the spectrogram competes for the
         CPU (on two cores the analysis, even at a lower priority, took ~50 ms of CPU before
         the paint and stretched the decode; P2). The whole open then takes longer (the
-        analysis no longer overlaps the decode), so :func:`~workbench.audio.service.open_clip`
-        does not ask for it.
+        analysis no longer overlaps the decode): the paint comes first.
     on_spectrogram
         Called with the pyramids as soon as they are ready: before the decode when cached
         (the decode waits for it to return: the review window waits there until the
