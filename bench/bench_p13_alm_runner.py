@@ -1,11 +1,21 @@
 """P13: ALM runner — orchestration overhead and the dry-run estimate for all AGL1K clips.
 
 1. Overhead: 1,444 clips (the AGL1K CSV, a 0.02 s synthetic recording per clip) asked through the
-   official ``openai`` SDK at concurrency 8 against an instant fake OpenAI-compatible server on
+   official ``openai`` SDK at concurrency 8 against an instant OpenAI-compatible stub on
    127.0.0.1, every answer parsed and stored; target ≤ 15 s including storing (then a run is bound
    by the provider, not by us). A second run shows the cost of the never-pay-twice check.
 2. Estimate: ``aglw alm run --dry-run`` for all 1,444 clips from the CSV's durations, for one OpenAI
    audio model and Gemini models with the default price table of ``alm.toml``, sync and batch.
+
+Benchmarks import nothing from ``tests/`` (a benchmark must not break when a test helper changes
+for a test's sake). The project is built with the product's own import (``import_dataset``, what
+``aglw import`` runs) from per-clip tones written here. The server is :func:`_answer_everything`:
+a stub, not a second copy of the tests' fake ALM APIs (``tests/support/fake_alm.py`` stays the
+one fake, with scripted behaviours, clip matching, request logs and both APIs). It answers every
+``POST`` with one fixed, well-formed chat completion and does nothing else, which is all an
+overhead measurement wants: the least a server can do, so that the time is the runner's. A
+benchmark that needs behaviours (faults, per-clip answers) should not grow this stub; it should
+get the fake moved to where benchmarks and tests can both import it.
 """
 
 from __future__ import annotations
@@ -20,16 +30,56 @@ from pathlib import Path
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+API_MODEL = "p13-audio-model"
 
-def _serve(conn, media: str, keys: list[str]) -> None:  # type: ignore[no-untyped-def]
-    """Child process: an instant fake OpenAI-compatible server; sends its URL, serves until told to stop."""
-    from tests.support.fake_alm import FakeOpenAIServer
 
-    with FakeOpenAIServer(models=["fake-audio-model"]) as fake:
-        for key in keys:
-            fake.register_audio(Path(media) / f"{key}.wav", key)
-        conn.send(fake.base_url)
-        conn.recv()
+def _answer_everything(conn) -> None:  # type: ignore[no-untyped-def]
+    """Child process: an OpenAI-compatible stub on 127.0.0.1 that answers every ``POST`` with the
+    same chat completion; sends its URL, serves until told to stop."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    answer = {"reason": "Church bells and French speech.", "city": "Lyon", "country": "France",
+              "continent": "Europe", "longitude": 4.8357, "latitude": 45.764}
+    reply = json.dumps({
+        "id": "chatcmpl-p13", "object": "chat.completion", "created": 0, "model": API_MODEL,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": json.dumps(answer), "refusal": None},
+                     "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 900, "completion_tokens": 350, "total_tokens": 1250,
+                  "prompt_tokens_details": {"audio_tokens": 600, "cached_tokens": 0}},
+    }).encode()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, as the SDK's connection pool expects
+
+        def log_message(self, *args: object) -> None:
+            return
+
+        def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(reply)))
+            self.end_headers()
+            self.wfile.write(reply)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    host, port = server.server_address[:2]
+    conn.send(f"http://{host}:{port}/v1")
+    conn.recv()
+    server.shutdown()
+
+
+def _write_tone(path: Path, index: int, seconds: float, rate: int = 8000) -> None:
+    """A short WAV whose bytes differ per clip (the runner fingerprints each clip's audio)."""
+    import numpy as np
+    import soundfile as sf
+
+    t = np.arange(int(seconds * rate)) / rate
+    sf.write(path, (0.2 * np.sin(2 * np.pi * (200 + 37 * index) * t)).astype("float32"), rate)
 
 
 def _bare_sdk(base_url: str, audio: Path, n: int) -> float:
@@ -47,7 +97,7 @@ def _bare_sdk(base_url: str, audio: Path, n: int) -> float:
                {"type": "input_audio", "input_audio": {"data": data, "format": "wav"}}]
 
     def one(_: int) -> None:
-        client.chat.completions.create(model="fake-audio-model", messages=[{"role": "user", "content": content}],
+        client.chat.completions.create(model=API_MODEL, messages=[{"role": "user", "content": content}],
                                        max_completion_tokens=2048, seed=42)
 
     start = time.perf_counter()
@@ -68,7 +118,6 @@ def main() -> int:
         for name in ("OPENAI_API_KEY", "GEMINI_API_KEY"):
             os.environ.pop(name, None)
         from storage import open_store
-        from tests.storage.alm_project import write_tone
         from workbench.alm.runner import AlmRunOptions, dry_run, run_alm
         from workbench.importing.agl1k import read_agl1k_csv
         from workbench.importing import import_dataset
@@ -78,17 +127,17 @@ def main() -> int:
         media = root / "media"
         media.mkdir()
         for i, key in enumerate(keys):
-            write_tone(media / f"{key}.wav", i, seconds=0.02)
+            _write_tone(media / f"{key}.wav", i, seconds=0.02)
         store = open_store(root / "p13.sqlite")
         import_dataset(store, csv, media_root=media)
 
-        # --- 1. orchestration overhead (the fake server runs in its own process: the figure is ours)
+        # --- 1. orchestration overhead (the stub runs in its own process: the figure is ours)
         parent, child = multiprocessing.Pipe()
-        server = multiprocessing.Process(target=_serve, args=(child, str(media), keys), daemon=True)
+        server = multiprocessing.Process(target=_answer_everything, args=(child,), daemon=True)
         server.start()
         base_url = parent.recv()
         try:
-            options = AlmRunOptions(model="bench", provider="openai-compatible", api_model="fake-audio-model",
+            options = AlmRunOptions(model="bench", provider="openai-compatible", api_model=API_MODEL,
                                     base_url=base_url, concurrency=8)
             start = time.perf_counter()
             report = run_alm(store, options)
