@@ -7,7 +7,7 @@ file) is named in the panel. Split from :mod:`ui.events_panel` to keep that file
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from PySide6.QtWidgets import QFileDialog
@@ -16,6 +16,7 @@ from workbench.errors import AglwError
 from workbench.events.binaural import SPHERICAL_HEAD_NAME, BinauralDecoder, make_decoder
 
 if TYPE_CHECKING:
+    from ui.events_widget import EventsPanel
     from ui.player import PlayerView
     from ui.session import ReviewSession
 
@@ -25,7 +26,7 @@ class HeadphonesMixin:
 
     session: ReviewSession
     player_view: PlayerView
-    panel: Any
+    panel: EventsPanel
     layout: str | None
     sofa_path: str | None
     decoder: BinauralDecoder | None

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from PySide6.QtCore import QRectF, Qt
@@ -24,6 +24,12 @@ from ui.evidence import plain_tooltip
 from ui.image_items import quantise_unit
 from workbench.formatting import probability
 from workbench.review.views import TimelineView
+
+if TYPE_CHECKING:
+    import pyqtgraph as pg
+
+    from ui.image_items import ArgbImageItem
+    from workbench.audio.spectrogram import SpectrogramPyramid
 
 TAG_SEGMENT_P = 0.5  # a tag counts as present in a frame from this probability on
 LANE_PADDING_PX = 4  # a lane is a line of text plus this much
@@ -80,11 +86,11 @@ def choose_lanes(timelines: Sequence[TimelineView], capacity: int) -> tuple[list
 class TagLaneMixin:
     """The tag lanes of :class:`ui.player.PlayerView`."""
 
-    tags_plot: Any
-    tags_image: Any
-    spec_plot: Any
-    pyramid: Any
-    _tags_table: Any
+    tags_plot: pg.PlotItem
+    tags_image: ArgbImageItem
+    spec_plot: pg.PlotItem
+    pyramid: SpectrogramPyramid | None
+    _tags_table: np.ndarray  # the lanes' colour table (ARGB32)
     tag_segments: list[QGraphicsRectItem]
     _segments: list[TagSegment]
     _timelines: list[TimelineView]

@@ -9,13 +9,20 @@ its plots.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from PySide6.QtCore import QRectF, Qt
 
 from ui.evidence import plain_tooltip
 from workbench.audio.playback import PlaybackError, Player, PlayerState
+
+if TYPE_CHECKING:
+    import pyqtgraph as pg
+    from PySide6.QtCore import QTimer, SignalInstance
+    from PySide6.QtWidgets import QGraphicsRectItem, QLabel, QPushButton
+
+    from workbench.audio.spectrogram import SpectrogramPyramid
 
 MIN_LOOP_S = 0.05
 # A Shift+drag on the spectrogram less tall than this (pixels), or over nearly all of its visible
@@ -31,26 +38,26 @@ class TransportMixin:
     player: Player
     clip_id: int | None
     duration: float
-    pyramid: Any
+    pyramid: SpectrogramPyramid | None
     band: tuple[float, float] | None
     output_problem: str | None
-    _loaded: Any
+    _loaded: tuple[np.ndarray, int, str] | None  # samples, rate, layout: loaded on the first play
     _real_sink_wanted: bool
     _freq_top: float
-    timer: Any
-    play_button: Any
-    position_label: Any
-    solo_label: Any
-    output_notice: Any
-    loop_region: Any
-    band_rect: Any
-    playheads: list[Any]
-    spec_plot: Any
-    wave_plot: Any
-    tags_plot: Any
-    direction_plot: Any
-    status: Any  # the view's Signal(str)
-    spanBandSelected: Any  # the view's Signal(float, float, bool, object)
+    timer: QTimer
+    play_button: QPushButton
+    position_label: QLabel
+    solo_label: QLabel
+    output_notice: QLabel
+    loop_region: pg.LinearRegionItem
+    band_rect: QGraphicsRectItem
+    playheads: list[pg.InfiniteLine]
+    spec_plot: pg.PlotItem
+    wave_plot: pg.PlotItem
+    tags_plot: pg.PlotItem
+    direction_plot: pg.PlotItem
+    status: SignalInstance  # the view's Signal(str)
+    spanBandSelected: SignalInstance  # the view's Signal(float, float, bool, object)
 
     def _set_output_problem(self, problem: str | None) -> None:
         """Show (or clear) that there is no audio output: the view then never shows "playing"."""

@@ -3,7 +3,8 @@
 Every ``install_*`` function in ``ui/`` takes the :class:`ui.session.ReviewSession` and narrow,
 typed pieces (a :class:`ui.docking.DockHost`, the dock or menu it attaches to), never the window
 (``Any``, ``MainWindow``, ``QMainWindow``); the cockpit never imports the review window; no ui
-code finds a dock or a menu by its text or object name. Each rule is checked on a bad example
+code finds a dock or a menu by its text or object name; no mixin types the attributes it shares
+with its host as ``Any``. Each rule is checked on a bad example
 first, so the guard can fail.
 """
 
@@ -95,6 +96,17 @@ def _text_compares(body: list[ast.stmt] | list[ast.expr]) -> list[str]:
             if isinstance(sub, ast.Compare) and any(_call_of(side, {"text"}) for side in [sub.left, *sub.comparators])]
 
 
+def mixin_any_attributes(tree: ast.AST) -> list[str]:
+    """Attributes a ``...Mixin`` class (one that shares its host's attributes) types as ``Any``."""
+    bad = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name.endswith("Mixin"):
+            for stmt in node.body:
+                if isinstance(stmt, ast.AnnAssign) and "Any" in _names(stmt.annotation):
+                    bad.append(f"{node.name}.{ast.unparse(stmt.target)}: {ast.unparse(stmt.annotation)}")
+    return bad
+
+
 BAD = '''
 from typing import Any, TYPE_CHECKING
 if TYPE_CHECKING:
@@ -113,6 +125,12 @@ def compose(window):
             pass
     if menu.title() == "&Project" or dock.objectName() == "dock-Jobs":
         pass
+
+class TransportMixin:
+    player: Player
+    timer: Any
+    playheads: list["Any"]
+    def method(self) -> Any: ...
 '''
 
 
@@ -127,6 +145,8 @@ def test_the_guard_finds_each_kind_of_breach() -> None:
     assert sorted(int(f.split(":")[0].removeprefix("line ")) for f in found) == [11, 12, 13, 13, 15, 17, 17], found
     assert any("findChild(QDockWidget" in f for f in found) and any("menuBar().actions()" in f for f in found)
     assert any("title()" in f for f in found) and any("act.text() == 'Undo'" in f for f in found)
+    # only the shared attributes count (a method may return Any)
+    assert mixin_any_attributes(tree) == ["TransportMixin.timer: Any", "TransportMixin.playheads: list['Any']"]
 
 
 def _ui_sources() -> list[Path]:
@@ -137,7 +157,7 @@ def _parse(path: Path) -> ast.AST:
     return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
 
 
-@pytest.mark.parametrize("check", [window_parameters, lookups_by_name], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("check", [window_parameters, lookups_by_name, mixin_any_attributes], ids=lambda f: f.__name__)
 def test_ui_code_keeps_the_session_boundaries(check) -> None:  # type: ignore[no-untyped-def]
     sources = _ui_sources()
     assert any(p.name == "__init__.py" and p.parent.name == "cockpit" for p in sources)

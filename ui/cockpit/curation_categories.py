@@ -7,7 +7,6 @@ reading and selecting rows, what-if polarities (preview only) and forced polarit
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from PySide6.QtWidgets import QCheckBox, QLabel, QTableWidget, QTableWidgetItem
 
@@ -29,7 +28,7 @@ class CategoryTableMixin:
     annotator_id: int
     stack: CommandStack
     _execute: Callable[[Command], bool] | None
-    preview_now: Callable[[], Any]  # the view's: recomputes the preview after a polarity changes
+    preview_now: Callable[[], object]  # the view's: recomputes the preview after a polarity changes
 
     def _fill_categories(self, result: runs.FitResult, what_if: dict[str, str]) -> None:
         current = self.selected_category()
