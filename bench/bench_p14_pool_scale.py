@@ -34,6 +34,7 @@ def main() -> int:
     except ImportError:
         print("P14 skipped: Ray is not installed (pip install 'agl-workbench[scale]')")
         return 0
+    from workbench.pool.engines import RayMeasuring
     from workbench.pool.service import analyze_pool
 
     with tempfile.TemporaryDirectory() as folder:
@@ -49,14 +50,14 @@ def main() -> int:
             shutil.copy(SHARED / "media" / "efficientat_metro_station_paris.wav", warmup / f"{i}.wav")
         pool_files = [p for p in pool.glob("*.mp3")]
         assert len(pool_files) == n
-        warm = analyze_pool(folder=pool, engine="local", workers=1)  # page cache warm, librosa imported
+        warm = analyze_pool(folder=pool, workers=1)  # page cache warm, librosa imported
         audio_s = sum(row.duration_s for row in warm.rows)
         results: dict[str, float] = {}
         start = time.perf_counter()
-        local = analyze_pool(folder=pool, engine="local", workers=2)
+        local = analyze_pool(folder=pool, workers=2)
         results["local (2 threads)"] = time.perf_counter() - start
         start = time.perf_counter()
-        analyze_pool(folder=pool, engine="local", workers=1)
+        analyze_pool(folder=pool, workers=1)
         results["local (1 thread)"] = time.perf_counter() - start
         startup: dict[int, float] = {}
         for workers in (1, 2):
@@ -64,10 +65,10 @@ def main() -> int:
             ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
             # Start-up: the cluster, then one small job so every worker process has imported the
             # audio stack (a long-running cluster pays this once, not per job).
-            analyze_pool(folder=warmup, engine="ray", workers=workers)
+            analyze_pool(folder=warmup, remote=RayMeasuring(workers=workers))
             startup[workers] = time.perf_counter() - start
             start = time.perf_counter()
-            distributed = analyze_pool(folder=pool, engine="ray", workers=workers)
+            distributed = analyze_pool(folder=pool, remote=RayMeasuring(workers=workers))
             results[f"ray ({workers} worker{'s' if workers > 1 else ''})"] = time.perf_counter() - start
             ray.shutdown()
             same = sorted((r.key, r.aci, r.rms_dbfs) for r in distributed.rows) == sorted(

@@ -44,19 +44,23 @@ def register(app: typer.Typer) -> None:
 
         Project clips are stored shard by shard and a re-run resumes; a folder is only reported.
         """
+        from workbench.pool.engines import RayMeasuring, check_engine
         from workbench.pool.service import analyze_pool
 
         from cli.context import check_choice
 
         check_choice(engine, ("local", "ray"), "--engine")
+        check_engine(engine, ray_address)
+        # The executor is chosen here and passed down: the pool step never branches on an engine name.
+        remote = RayMeasuring(ray_address, workers) if engine == "ray" else None
         app = app_context(ctx)
         store = None if folder is not None else app.store()
         where = f"on Ray ({ray_address or 'local instance'})" if engine == "ray" else "locally"
         result = run_task(
             f"measuring {'files under ' + str(folder) if folder else 'clips'} {where}",
             lambda task: analyze_pool(
-                store, folder=folder, clip_keys=_split(clips), engine=engine, ray_address=ray_address,
-                workers=workers, shard_size=shard_size, force=force, task=task,
+                store, folder=folder, clip_keys=_split(clips), workers=workers, shard_size=shard_size,
+                force=force, task=task, remote=remote,
             ),
         )
         summary = result.value

@@ -17,6 +17,7 @@ from sqlmodel import select
 
 from storage.models import Clip, ClipQuality, Dataset, MediaRoot
 from workbench.errors import AglwError, InputError
+from workbench.pool.engines import RayMeasuring, check_engine
 from workbench.pool.measure import measure_batch
 from workbench.pool.service import analyze_pool
 from workbench.tasks import TaskContext, TaskEvent, run_task
@@ -123,12 +124,13 @@ def test_bad_requests_are_one_line_errors(pool, tmp_path: Path) -> None:  # type
         analyze_pool(store, clip_keys=["c00", "nope"])
     with pytest.raises(InputError, match="not a directory"):
         analyze_pool(folder=tmp_path / "missing")
+    # The command line checks the engine and builds the executor it passes down (cli/pool_cmds.py).
     with pytest.raises(InputError, match="--engine 'spark'"):
-        analyze_pool(store, engine="spark")
+        check_engine("spark", None)
     with pytest.raises(InputError, match="goes with --engine ray"):
-        analyze_pool(store, ray_address="127.0.0.1:6379")
+        check_engine("local", "127.0.0.1:6379")
     with pytest.raises(AglwError, match="no Ray cluster answers"):
-        analyze_pool(store, engine="ray", ray_address="127.0.0.1:1")
+        analyze_pool(store, remote=RayMeasuring("127.0.0.1:1"))
 
 
 # --------------------------------------------------------------------------- Ray
@@ -137,9 +139,9 @@ def test_bad_requests_are_one_line_errors(pool, tmp_path: Path) -> None:  # type
 @pytest.mark.slow
 def test_ray_engine_gives_rows_identical_to_the_local_engine(pool, ray_instance, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     store, _ = pool
-    local = analyze_pool(store, engine="local")
+    local = analyze_pool(store)
     local_rows = _rows(store)
-    distributed = analyze_pool(store, engine="ray", force=True, workers=2, shard_size=5)
+    distributed = analyze_pool(store, remote=RayMeasuring(workers=2), force=True, shard_size=5)
     assert distributed.measured == local.measured == 12
     assert [k for k, _ in distributed.failed] == ["broken"]
     assert distributed.flags == local.flags
@@ -167,11 +169,11 @@ def _dies_once(marker: str):  # type: ignore[no-untyped-def]
 def test_a_worker_that_dies_mid_job_is_retried_and_nothing_is_written_twice(pool, ray_instance, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     store, _ = pool
     marker = tmp_path / "died"
-    summary = analyze_pool(store, engine="ray", workers=2, shard_size=4, function=_dies_once(str(marker)))
+    summary = analyze_pool(store, remote=RayMeasuring(workers=2), shard_size=4, function=_dies_once(str(marker)))
     assert marker.exists(), "the worker really died"
     assert summary.measured == 12
     died_rows = _rows(store)
-    analyze_pool(store, engine="local", force=True)
+    analyze_pool(store, force=True)
     assert _rows(store) == died_rows
 
 
@@ -184,14 +186,14 @@ def test_ray_job_cancelled_midway_resumes_without_duplicates(pool, ray_instance)
             context.cancel()
 
     context = TaskContext(cancel_early)
-    result = run_task("analyze-pool", lambda task: analyze_pool(store, engine="ray", shard_size=4, task=task), context)
+    result = run_task("analyze-pool", lambda task: analyze_pool(store, remote=RayMeasuring(), shard_size=4, task=task), context)
     assert result.status == "cancelled"
     stored = len(_rows(store))
     assert 0 < stored < 12
-    resumed = analyze_pool(store, engine="ray", shard_size=4)
+    resumed = analyze_pool(store, remote=RayMeasuring(), shard_size=4)
     assert resumed.skipped == stored and resumed.measured == 12 - stored
     ray_rows = _rows(store)
-    analyze_pool(store, engine="local", force=True)
+    analyze_pool(store, force=True)
     assert _rows(store) == ray_rows
 
 
@@ -208,7 +210,7 @@ def test_a_shard_received_but_not_stored_is_stored_by_the_next_run(pool, ray_ins
     spool = ShardSpool(store)
     spool.write(received)
     (spool.folder / "shard-dead.partial").write_bytes(b"half a file")
-    summary = analyze_pool(store, engine="ray")
+    summary = analyze_pool(store, remote=RayMeasuring())
     assert summary.skipped == 2 and summary.measured == 10, "the spooled clips were not measured again"
     assert not list(spool.folder.iterdir()), "stored shards and partial files are gone"
     rows = _rows(store)
@@ -221,7 +223,7 @@ def test_remote_workers_with_a_sqlite_project_say_where_results_go(pool, ray_ins
     address = ray_instance.get_runtime_context().gcs_address
     notes: list[str] = []
     context = TaskContext(lambda event: notes.append(event.message) if event.kind == "note" else None)
-    analyze_pool(store, engine="ray", ray_address=address, clip_keys=["c00"], task=context)
+    analyze_pool(store, remote=RayMeasuring(address), clip_keys=["c00"], task=context)
     assert any("SQLite" in note and "comes back through this machine" in note for note in notes)
 
 
@@ -231,8 +233,8 @@ def test_without_ray_the_engine_names_the_extra_to_install(pool, monkeypatch) ->
     store, _ = pool
     monkeypatch.setitem(sys.modules, "ray", None)  # as if the [scale] extra were not installed
     with pytest.raises(AglwError, match=r"pip install 'agl-workbench\[scale\]'"):
-        analyze_pool(store, engine="ray")
-    assert analyze_pool(store, engine="local").measured == 12  # the embedded default needs nothing
+        analyze_pool(store, remote=RayMeasuring())
+    assert analyze_pool(store).measured == 12  # the embedded default needs nothing
 
 
 def test_the_aci_cut_off_names_the_pool_it_was_computed_on(pool) -> None:  # type: ignore[no-untyped-def]

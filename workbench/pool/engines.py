@@ -1,5 +1,9 @@
 """Where a pool step runs: in this process (``local``, the default) or on a Ray cluster (``ray``).
 
+The command line checks ``--engine`` (:func:`check_engine`) and, for ``ray``, builds the step's
+executor (:class:`RayMeasuring` here, :class:`~workbench.pool.tagging.RayTagging`,
+:class:`~workbench.pool.alm.RayAlm`) and passes it down; the steps never branch on an engine name.
+
 The engine only decides *where* the same function runs; it yields the results to the driver in
 shards (lists of rows), and the caller stores each shard in one transaction. So both engines give
 the same rows, and an interrupted job resumes from what was stored.
@@ -13,7 +17,7 @@ import logging
 import socket
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from workbench.errors import AglwError, InputError
@@ -149,13 +153,25 @@ def check_engine(engine: str, address: str | None) -> None:
         raise InputError("--ray-address goes with --engine ray")
 
 
-def run_engine(engine: str, items: Sequence[PoolItem], *, address: str | None = None, workers: int = 2,
-               shard_size: int = 64, function: BatchFunction = measure_batch) -> Iterator[list[Measurement]]:
-    """Dispatch to :func:`run_local` or :func:`run_ray`."""
-    if engine == "local":
-        if address:
-            raise InputError("--ray-address goes with --engine ray")
-        return run_local(items, workers=workers, shard_size=shard_size, function=function)
-    if engine == "ray":
-        return run_ray(items, address=address, workers=workers, shard_size=shard_size, function=function)
-    raise InputError(f"--engine {engine!r}: expected one of {', '.join(ENGINES)}")
+@dataclass(frozen=True)
+class RayMeasuring:
+    """``aglw analyze-pool --engine ray``: the command line builds it and passes it to
+    :func:`workbench.pool.service.analyze_pool` as the pool's
+    :class:`~workbench.pool.service.RemoteMeasuring` (``workers`` concurrent Ray tasks; a local Ray
+    instance with that many CPUs when no ``address`` is given)."""
+
+    address: str | None = None
+    workers: int = 2
+    name: str = "ray"
+
+    @property
+    def other_machines(self) -> bool:
+        """Whether the workers may be on other machines (an existing cluster is joined)."""
+        return bool(self.address)
+
+    def connect(self) -> None:
+        connect_ray(self.address, self.workers)
+
+    def shards(self, items: Sequence[PoolItem], *, shard_size: int,
+               function: BatchFunction = measure_batch) -> Iterator[list[Measurement]]:
+        return run_ray(items, address=self.address, workers=self.workers, shard_size=shard_size, function=function)

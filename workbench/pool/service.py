@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from workbench.errors import InputError
-from workbench.pool.engines import ENGINES, BatchFunction, connect_ray, run_engine
+from workbench.pool.engines import BatchFunction, run_local
 from workbench.pool.measure import Measurement, PoolItem, measure_batch
 from workbench.tasks import TaskCancelled, TaskContext
 
@@ -199,18 +199,41 @@ def _project_flags(store: Any, keys: set[str]) -> dict[str, list[str]]:
     return {names[clip_id]: value for clip_id, value in flags.items() if names.get(clip_id) in keys}
 
 
+class RemoteMeasuring(Protocol):
+    """Where :func:`analyze_pool` measures when not in this process.
+
+    The command line chooses it and passes it down (``--engine ray``:
+    :class:`workbench.pool.engines.RayMeasuring`); the pool step never branches on an engine name.
+    Results come back to this process in shards, which it stores.
+    """
+
+    name: str
+
+    @property
+    def other_machines(self) -> bool:
+        """Whether the workers may be on other machines (then every result comes back through this one)."""
+        ...
+
+    def connect(self) -> None:
+        """Join the workers (the first thing a wrong address makes the user hear about)."""
+
+    def shards(self, items: Sequence[PoolItem], *, shard_size: int,
+               function: BatchFunction = measure_batch) -> Iterator[list[Measurement]]:
+        """``function`` over ``items``; the rows in shards of at most ``shard_size``, as they arrive."""
+        ...
+
+
 def analyze_pool(
     store: Any | None = None,
     *,
     folder: Path | None = None,
     clip_keys: Sequence[str] | None = None,
-    engine: str = "local",
-    ray_address: str | None = None,
     workers: int = 2,
     shard_size: int = 64,
     force: bool = False,
     task: TaskContext | None = None,
     function: BatchFunction = measure_batch,
+    remote: RemoteMeasuring | None = None,
 ) -> PoolSummary:
     """Measure a pool's recordings (decode + quality metrics) and flag them with the four filters.
 
@@ -222,9 +245,8 @@ def analyze_pool(
         Measure the audio files under this folder instead of the project's clips; nothing is stored.
     clip_keys
         Project clips to measure (None: every clip with audio).
-    engine, ray_address, workers
-        Where the work runs (see :mod:`workbench.pool.engines`); ``workers`` is threads for the local
-        engine, concurrent Ray tasks for the ray engine (and the CPUs of a local Ray instance).
+    workers
+        Threads measuring in this process (a remote executor has its own).
     shard_size
         Results stored per transaction.
     force
@@ -234,17 +256,18 @@ def analyze_pool(
         is stored, and running the job again resumes.
     function
         The batch function the engine runs (the default is the only one the product uses).
+    remote
+        Measure on these workers instead of this process (``--engine ray``:
+        :class:`workbench.pool.engines.RayMeasuring`); its shards are kept in a Parquet spool
+        until stored.
     """
     task = task or TaskContext()
     if folder is not None and clip_keys is not None:
         raise InputError("pass --folder or --clips, not both")
-    if engine not in ENGINES:
-        raise InputError(f"--engine {engine!r}: expected one of {', '.join(ENGINES)}")
-    if engine == "local" and ray_address:
-        raise InputError("--ray-address goes with --engine ray")
-    if engine == "ray":
+    if remote is not None:
         # Joined before anything is read: a wrong address is the first thing the user hears about.
-        connect_ray(ray_address, workers)
+        remote.connect()
+    engine = "local" if remote is None else remote.name
     spool: ShardSpool | None = None
     if folder is not None:
         items, no_audio, skipped = folder_items(Path(folder)), [], 0
@@ -252,7 +275,7 @@ def analyze_pool(
     else:
         if store is None:
             raise InputError("analyze-pool needs a project (--db) or --folder")
-        spool = ShardSpool(store) if engine == "ray" else None
+        spool = ShardSpool(store) if remote is not None else None
         if spool is not None:
             # Shards a previous run received but did not store (the driver died in between): stored
             # first, so their clips are not measured again.
@@ -261,14 +284,16 @@ def analyze_pool(
                 leftover.done()
         items, no_audio, skipped, already = project_items(store, clip_keys, force=force)
         summary = PoolSummary(engine=engine, source="project", analysed_keys={item.key for item in items} | set(already))
-        if engine == "ray" and ray_address and store.url.startswith("sqlite"):
+        if remote is not None and remote.other_machines and store.url.startswith("sqlite"):
             task.note("the project is a SQLite file: workers only measure, and every result comes back "
                       "through this machine, which stores it (a team PostgreSQL store works the same way)")
     summary.requested, summary.no_audio, summary.skipped = len(items) + len(no_audio) + skipped, no_audio, skipped
     task.set_total(len(items))
     if not items:
         return _finish(store, folder, summary)
-    for shard in run_engine(engine, items, address=ray_address, workers=workers, shard_size=shard_size, function=function):
+    shards = (run_local(items, workers=workers, shard_size=shard_size, function=function) if remote is None
+              else remote.shards(items, shard_size=shard_size, function=function))
+    for shard in shards:
         if folder is None:
             written = spool.write(shard) if spool is not None else None
             _store_shard(store, shard)

@@ -1,6 +1,6 @@
 """Tagging on Ray: an actor pool that loads the EfficientAT model once per actor.
 
-The driver (``workbench.tagging.service.tag_clips`` with ``engine="ray"``) selects the clips,
+The driver (``workbench.tagging.service.tag_clips`` given a :class:`RayTagging`) selects the clips,
 stores every result, and marks failures exactly as the local engine does; this module only
 moves the two expensive steps — decoding and the forward passes — onto the cluster. The actors
 run the same decode and the same :class:`~workbench.tagging.inference.AudioTagger` as the local
