@@ -1,4 +1,4 @@
-"""One engine for every question asked of an LLM: no second pool, provider list, fingerprint or private import.
+"""One engine for every question asked of an LLM: no second pool, provider list, fingerprint, batch driver or private import.
 
 Static checks over the sources: a second implementation appearing in an ALM, judge or error-mode
 module fails here (issue [O], "three engines for one job").
@@ -68,3 +68,36 @@ def test_a_local_model_answer_is_keyed_by_its_message_format() -> None:
     old_api = request_fingerprint({"provider": "openai", "api_model": "m", "prompt_version": "agl1k-v1",
                                    "audio_sha256": "0" * 64, "options": {"max_output_tokens": 8}, "seed": 42})
     assert local != old_local and api == old_api
+
+
+# What only a batch driver does: ask a submitted batch how it stands, read its results.
+_BATCH_POLLS = {"batch_state", "get_batch", "batch_results"}
+_BATCH_READS = {"inlined_responses"}
+
+
+def test_one_batch_driver() -> None:
+    """Polling a batch and reading its results happen only in an adapter's ``state``/``results``,
+    which the one driver (workbench/llm/batch.py: match on custom id, journal, store, report, resume)
+    calls; both batch modes submit and collect through it (issue [O], "two batch drivers")."""
+    import ast
+
+    offenders = []
+    for path, text in _sources(REPO / "workbench").items():
+        if path.is_relative_to(REPO / "workbench" / "llm"):
+            continue
+        tree = ast.parse(text)
+        for function in ast.walk(tree):
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(function):
+                name = node.func.attr if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) else \
+                    node.attr if isinstance(node, ast.Attribute) else \
+                    node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+                if name in _BATCH_POLLS | _BATCH_READS and function.name not in ("state", "results"):
+                    offenders.append(f"{path.relative_to(REPO)}:{node.lineno} {function.name}() uses {name}")
+    assert offenders == []
+    for adapter in ("workbench/alm/batch.py", "workbench/attribution/batch.py"):
+        text = (REPO / adapter).read_text(encoding="utf-8")
+        imported = re.search(r"^from workbench\.llm\.batch import (.+)$", text, re.M)
+        assert imported and {"collect", "submit"} <= {n.strip() for n in imported.group(1).split(",")}, adapter
+        assert not re.search(r"\bJournal\b|\bwrite_waiting\b", text), f"{adapter} journals or stores by itself"

@@ -163,6 +163,17 @@ def update_job(store: Store, job_id: int, **values: Any) -> None:
         session.execute(update(AlmJob).where(AlmJob.id == job_id).values(**values))
 
 
+def job_answer_samples(store: Store, job_id: int) -> set[tuple[str, int]]:
+    """The (clip key, sample) pairs job ``job_id`` holds an answer or a failure for."""
+    from sqlalchemy import select
+
+    from storage.models import AlmAnswer
+
+    with store.session() as session:
+        return {(key, int(sample)) for key, sample in session.execute(
+            select(AlmAnswer.clip_key, AlmAnswer.sample).where(AlmAnswer.alm_job_id == job_id)).all()}
+
+
 def submitted_jobs(store: Store, model: str) -> list[tuple[Any, int]]:
     """The jobs of ``model`` whose batch was submitted and not yet collected, with their run id."""
     from sqlalchemy import select

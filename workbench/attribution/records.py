@@ -181,6 +181,33 @@ def store_attempts(
             )
 
 
+@dataclass
+class JudgeOutcome:
+    """One clip judged: every attempt (the last decides)."""
+
+    item: PlannedRequest
+    attempts: list[Attempt]
+
+
+def store_outcomes(store: Store, run: JudgeRun, outcomes: list[JudgeOutcome], config: JudgesConfig,
+                   summary: JudgeSummary) -> None:
+    """Write clips judged in one transaction (a sync run's group, a batch's result).
+
+    ``summary`` counts what is committed: a write that fails (another program's lock, tried again
+    by the caller) leaves its counts as they were.
+    """
+    before = (summary.ok, summary.failed, summary.retries, len(summary.failures), dict(summary.tokens),
+              summary.cost_usd)
+    try:
+        with store.write() as session:
+            for outcome in outcomes:
+                store_attempts(session, run, outcome.item, outcome.attempts, config, summary)
+    except BaseException:
+        summary.ok, summary.failed, summary.retries, n_failures, summary.tokens, summary.cost_usd = before
+        del summary.failures[n_failures:]
+        raise
+
+
 def new_run(store: Store, judge: JudgeConfig, selection: ClipSelection, mode: str, status: str) -> JudgeRun:
     """Store a new ``JudgeRun`` of ``judge`` over ``selection`` (its id is set on return)."""
     with store.write() as session:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from storage import Store
@@ -36,13 +36,14 @@ from workbench.attribution.providers import (
 )
 from workbench.attribution.records import (
     Attempt,
+    JudgeOutcome,
     JudgeSummary,
     RunReport,
     evaluate_reply,
     finish_run,
     mark_interrupted,
     new_run,
-    store_attempts,
+    store_outcomes,
 )
 from workbench.attribution.schema import output_schema
 from workbench.errors import InputError
@@ -200,7 +201,7 @@ def _run_plans(
         task.check_cancel()
         provider = providers[plan.judge.name]
         if mode == "batch" and provider.supports_batch:
-            submit_batch(store, plan, provider, selection, summary)
+            submit_batch(store, plan, provider, selection, summary, task=task)
             failed = summary.status == "failed"
             task.item_done(f"{plan.judge.name} batch", not failed,
                            summary.failures[-1]["reason"] if failed and summary.failures else "",
@@ -259,19 +260,7 @@ class JudgeQuestions:
         return None
 
     def store(self, outcomes: list[JudgeOutcome]) -> None:
-        before = (self.summary.ok, self.summary.failed, self.summary.retries, len(self.summary.failures),
-                  dict(self.summary.tokens), self.summary.cost_usd)
-        try:
-            with self.project.write() as session:
-                for outcome in outcomes:
-                    store_attempts(session, self.run, outcome.item, outcome.attempts, self.config, self.summary)
-        except BaseException:
-            # Not committed: the counts go back to what is stored (the write is tried again).
-            ok, failed, retries, n_failures, tokens, cost = before
-            self.summary.ok, self.summary.failed, self.summary.retries = ok, failed, retries
-            del self.summary.failures[n_failures:]
-            self.summary.tokens, self.summary.cost_usd = tokens, cost
-            raise
+        store_outcomes(self.project, self.run, outcomes, self.config, self.summary)
 
     def announce(self, outcomes: list[JudgeOutcome], task: TaskContext) -> None:
         for outcome in outcomes:
@@ -280,14 +269,6 @@ class JudgeQuestions:
             final = outcome.attempts[-1]
             task.item_done(outcome.item.clip.clip_key, final.ok,
                            "" if final.ok else f"{self.plan.judge.name}: {final.failure or 'failed'}")
-
-
-@dataclass
-class JudgeOutcome:
-    """One clip judged: every attempt (the last decides)."""
-
-    item: PlannedRequest
-    attempts: list[Attempt]
 
 
 def judge_journal(store: Store, judge: JudgeConfig) -> Journal:
