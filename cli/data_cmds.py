@@ -27,21 +27,46 @@ import_app = typer.Typer(
     no_args_is_help=True,
 )
 
-# Derived from METRIC_KEYS so a new metric shows up here without a second list to update.
-_RATE_KEYS = tuple(k for k in METRIC_KEYS if k.endswith("_acc") or k == "reject_rate" or k.startswith("within_"))
 # Only these differ between the agl1k and iso profiles.
 _PROFILE_DEPENDENT = ("continent_acc", "country_acc")
 _SHARED_COLUMNS = tuple(k for k in METRIC_KEYS if k not in ("model", "profile", *_PROFILE_DEPENDENT))
+# Where a country alias table applies: of a row's n answers, how many it turned correct.
+_ALIAS_COUNTS = ("country_alias_n", "continent_alias_n")
+_ALIASES_HELP = ("Country alias table (TOML; default: country_aliases.toml in the configuration folder, if there): "
+                 "an answer naming the country a clip's position lies in counts as correct where the table accepts "
+                 "the stated country covering it, as `check locations` reads it. Template: "
+                 "resources/country_aliases.toml.")
 
 
 def _format(key: str, value: Any) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "–"
-    if key in _RATE_KEYS or key.startswith(_PROFILE_DEPENDENT):
-        return f"{value:.3f}"
-    if key.startswith(("distance_error_km", "geoscore_mean")):
-        return f"{value:,.2f}"
-    return escape(str(value))
+    """A metric as a reader sees it: the house's format of its kind (workbench.formatting), escaped for rich."""
+    from workbench.formatting import MISSING, metric_cell
+
+    return escape(metric_cell(key, value, missing=MISSING))
+
+
+def _alias_lines(rows: list[dict[str, Any]], summary: dict[str, Any] | None,
+                 subset: Any = lambda row: ("", "")) -> list[str]:
+    """What the alias table changed, each count with its n and subset: one line per metric and
+    row it changed, else one line saying it changed nothing. ``subset(row)`` -> the words after
+    the metric (the profile) and after "answers" (the model and group); none for `aglw metrics`,
+    whose table title names them."""
+    if summary is None:
+        return []
+    from workbench.formatting import count
+
+    named = "; ".join(summary["aliases"])
+    lines = [f"alias table {summary['file']}: {named}"]
+    for row in rows:
+        for key in _ALIAS_COUNTS:
+            changed = row.get(key)
+            if isinstance(changed, (int, float)) and not math.isnan(changed) and changed > 0:
+                profile, whose = subset(row)
+                lines.append(f"{key.split('_')[0]}{profile}: {count(changed)} of {count(row['n'])} answers{whose} "
+                             f"counted correct under the alias table ({named})")
+    if len(lines) == 1:
+        lines.append("no answer counted differently under the alias table")
+    return [escape(line) for line in lines]
 
 
 def _show_report(report: ImportReport, as_json: bool) -> None:
@@ -188,11 +213,15 @@ def metrics_cmd(
         None, "--profile", help="Metric profile: agl1k or iso (default: agl1k when the dataset has AGL1K continent "
         "labels, else iso)."
     ),
+    aliases: Optional[str] = typer.Option(None, "--aliases", help=_ALIASES_HELP),
 ) -> None:
-    """Leaderboard metrics for one model."""
+    """Leaderboard metrics for one model (with the country alias table, if there is one)."""
     _check_choice(profile, PROFILES, "--profile")
     app = app_context(ctx)
+    from workbench.country_aliases import alias_table
     from workbench.metrics.service import model_metrics
+
+    table = alias_table(aliases)
 
     if profile is None:
         from workbench.metrics.profile_choice import default_profile
@@ -200,19 +229,21 @@ def metrics_cmd(
         profile = default_profile(app.store(), model)
         if profile == "iso":
             say("profile iso: the dataset has no AGL1K continent labels (pass --profile agl1k to score them anyway)")
-    result = model_metrics(app.store(), model, profile)  # type: ignore[arg-type]
+    result = model_metrics(app.store(), model, profile, aliases=table)  # type: ignore[arg-type]
     if app.json:
         emit_json(result)
         return
-    table = Table(title=f"{escape(model)} ({profile} profile)")
-    table.add_column("metric")
-    table.add_column("value", justify="right")
+    shown = Table(title=f"{escape(model)} ({profile} profile)")
+    shown.add_column("metric")
+    shown.add_column("value", justify="right")
     from workbench.formatting import metric_title
 
     for key, value in result.items():
-        if key not in ("model", "profile"):
-            table.add_row(metric_title(key), _format(key, value))  # the reader's title; --json has the key
-    show(table)
+        if key not in ("model", "profile", "alias_table", *_ALIAS_COUNTS):
+            shown.add_row(metric_title(key), _format(key, value))  # the reader's title; --json has the key
+    show(shown)
+    for line in _alias_lines([result], result.get("alias_table")):
+        show(line)
 
 
 def _side_by_side(frame: pd.DataFrame, group: bool) -> pd.DataFrame:
@@ -248,9 +279,10 @@ def _with_coverage(frame: pd.DataFrame) -> pd.DataFrame:
     shown = frame.copy()
     position = list(shown.columns).index("n")
 
+    from workbench.formatting import count
+
     def coverage(n: Any, total: Any) -> str:
-        total_text = "–" if total is None or (isinstance(total, float) and math.isnan(total)) else f"{int(total):,}"
-        return f"{int(n):,} / {total_text}"
+        return f"{count(n)} / {count(total)}"
 
     shown.insert(position, "coverage", [coverage(n, t) for n, t in zip(shown["n"], shown["n_dataset"])])
     return shown.drop(columns=["n", "n_dataset"])
@@ -274,51 +306,62 @@ def leaderboard_cmd(
     bootstrap: int = typer.Option(2000, "--bootstrap", min=1, help="Bootstrap resamples B (with --ci)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap (with --ci)."),
     models: Optional[str] = typer.Option(None, "--models", help="Only these models: A,B,... (default: all)."),
+    aliases: Optional[str] = typer.Option(None, "--aliases", help=_ALIASES_HELP),
 ) -> None:
-    """Table for all imported models."""
+    """Table for all imported models (with the country alias table, if there is one)."""
     _check_choice(profile, (*PROFILES, "both"), "--profile")
     from workbench.metrics.service import GROUP_BY_OPTIONS, leaderboard
 
     _check_choice(by, GROUP_BY_OPTIONS, "--by")
     app = app_context(ctx)
+    from workbench.country_aliases import alias_table
+
+    table = alias_table(aliases)
     store = app.store()
     listed = [m.strip() for m in models.split(",") if m.strip()] if models else None
     frame = leaderboard(store, profile, by, common=common, models=listed, ci=ci, bootstrap=bootstrap,  # type: ignore[arg-type]
-                        seed=seed)
+                        seed=seed, aliases=table)
     n_common = frame.attrs.get("n_common")
+    summary = frame.attrs.get("alias_table")
     if by is None and not common and listed is None:
         from workbench.studies.localizers import with_human_rows
 
         # people who guessed blind, scored alike
-        frame = with_human_rows(frame, store, profile, ci=ci, bootstrap=bootstrap, seed=seed)
+        frame = with_human_rows(frame, store, profile, ci=ci, bootstrap=bootstrap, seed=seed, aliases=table)
     elif common and listed is None:
         say("human localizers are not ranked with --common: they guessed other clips than the models answered")
     if app.json:
-        emit_json({"profile": profile, "common": common, "n_common": n_common,
+        emit_json({"profile": profile, "common": common, "n_common": n_common, "alias_table": summary,
                    "rows": frame.to_dict(orient="records")})
         return
     if frame.empty:
         say("no predictions imported yet: use `aglw import predictions --model NAME FILE`")
         return
+    alias_notes = _alias_lines(frame.to_dict(orient="records"), summary, lambda row: (
+        f" ({row['profile']})", f" of {row['model']}" + (f" in {row['group']}" if by else "")))
+    frame = frame.drop(columns=[c for c in _ALIAS_COUNTS if c in frame.columns])  # said below the table
     shown = _side_by_side(frame, by is not None) if profile == "both" else frame.drop(columns="profile")
     shown = _with_coverage(shown)
+    from workbench.formatting import count
+
     title = "leaderboard" + (f" by {by}" if by else "") + f" ({profile} profile{'s' if profile == 'both' else ''})"
     if common:
-        title += f", on the {n_common:,} clips every listed model answered"
+        title += f", on the {count(n_common)} clips every listed model answered"
     if ci:
-        title += f"; [95 % bootstrap interval, B = {bootstrap:,}, seed {seed}]"
+        title += f"; [95 % bootstrap interval, B = {count(bootstrap)}, seed {seed}]"
     from workbench.formatting import metric_title as header
-
     from workbench.metrics.keys import DISTANCE_HEADER
 
-    table = Table(title=title, caption=f"{DISTANCE_HEADER[0].upper()}{DISTANCE_HEADER[1:]}: the mean over answers "
+    board = Table(title=title, caption=f"{DISTANCE_HEADER[0].upper()}{DISTANCE_HEADER[1:]}: the mean over answers "
                   "with a defined distance; coverage: answers counted / clips in the model's dataset.")
     visible = [c for c in shown.columns if not c.endswith("_ci")]
     for column in visible:
-        table.add_column(header(column), justify="left" if column in ("model", "group") else "right")
+        board.add_column(header(column), justify="left" if column in ("model", "group") else "right")
     for record in shown.to_dict(orient="records"):
-        table.add_row(*(_cell(column, record[column], record) for column in visible))
-    show(table, min_width=200)
+        board.add_row(*(_cell(column, record[column], record) for column in visible))
+    show(board, min_width=200)
+    for line in alias_notes:
+        show(line)
 
 
 def compare_cmd(
@@ -329,8 +372,9 @@ def compare_cmd(
         None, "--metric", help="Only these metrics (comma list of metric keys; default: every one)."),
     bootstrap: int = typer.Option(2000, "--bootstrap", min=1, help="Paired bootstrap resamples B."),
     seed: int = typer.Option(0, "--seed", help="Seed of the paired bootstrap."),
+    aliases: Optional[str] = typer.Option(None, "--aliases", help=_ALIASES_HELP),
 ) -> None:
-    """Paired comparison of two models on the clips both answered."""
+    """Paired comparison of two models on the clips both answered (with the country alias table, if there is one)."""
     _check_choice(profile, PROFILES, "--profile")
     names = [m.strip() for m in models.split(",") if m.strip()]
     if len(names) != 2:
@@ -341,28 +385,36 @@ def compare_cmd(
     for name in chosen or ():
         _check_choice(name, COMPARED_KEYS, "--metric")
     app = app_context(ctx)
+    from workbench.country_aliases import alias_table
+
     result = compare_models(app.store(), names[0], names[1], profile=profile, metrics=chosen, bootstrap=bootstrap,
-                            seed=seed)
+                            seed=seed, aliases=alias_table(aliases))
     if app.json:
         emit_json(result)
         return
+    from workbench.formatting import count, formatted
     from workbench.formatting import metric_title as header
 
     a, b = (escape(n) for n in result["models"])
-    table = Table(title=f"{a} vs {b} on the {result['n_common']:,} clips both answered ({profile} profile); "
+    table = Table(title=f"{a} vs {b} on the {count(result['n_common'])} clips both answered ({profile} profile); "
                         f"p-values Holm-corrected over the {len(result['metrics'])} metrics")
     for column in ("metric", "n", a, b, f"{a} − {b}", "test", "p", "p (Holm)"):
         table.add_column(column, justify="left" if column in ("metric", "test") else "right")
     for row in result["metrics"]:
-        p = "–" if row["p_value"] is None else f"{row['p_value']:.3g}"
-        p_holm = "–" if row["p_holm"] is None else f"{row['p_holm']:.3g}"
+        p, p_holm = formatted(row["p_value"], "p_value"), formatted(row["p_holm"], "p_value")
         difference = _format(row["metric"], row["difference"])
         if row.get("ci") and row["ci"][0] is not None:
             difference += f" [{_format(row['metric'], row['ci'][0])}, {_format(row['metric'], row['ci'][1])}]"
-        test = "McNemar exact" if row["test"] == "mcnemar_exact" else f"paired bootstrap (B = {bootstrap:,})"
-        table.add_row(header(row["metric"]), f"{row['n']:,}", _format(row["metric"], row["a"]),
+        test = "McNemar exact" if row["test"] == "mcnemar_exact" else f"paired bootstrap (B = {count(bootstrap)})"
+        table.add_row(header(row["metric"]), count(row["n"]), _format(row["metric"], row["a"]),
                       _format(row["metric"], row["b"]), difference, test, p, p_holm)
     show(table, min_width=160)
+    summary = result.get("alias_table")
+    if summary is not None:
+        rows = [{"model": name, "n": result["n_common"], "country_alias_n": summary["country_alias_n"][i],
+                 "continent_alias_n": summary["continent_alias_n"][i]} for i, name in enumerate(result["models"])]
+        for line in _alias_lines(rows, summary, lambda row: ("", f" of {row['model']}")):
+            show(line)
 
 
 def register(app: typer.Typer) -> None:

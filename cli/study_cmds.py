@@ -369,7 +369,9 @@ def register(app: typer.Typer) -> None:
 
         check_choice(profile, PROFILES, "--profile")
         context = app_context(ctx)
-        rows = human_leaderboard(context.store(), profile)
+        from workbench.country_aliases import alias_table
+
+        rows = human_leaderboard(context.store(), profile, aliases=alias_table())  # as the leaderboard scores them
         if context.json:
             emit_json({"profile": profile, "rows": rows})
             return

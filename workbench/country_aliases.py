@@ -4,9 +4,10 @@ A dataset may file places under another country than the one their coordinates f
 files Taiwan under China). The alias table (TOML, documented in
 ``resources/country_aliases.toml``) names each convention: a clip stated in ``stated`` whose
 coordinates fall in ``covers`` follows the dataset's convention. ``aglw check locations``
-reports such clips as matches under the alias, with their count; the country metrics ask the
-same table through :func:`alias_for`. Nothing applies unless the user's configuration folder
-holds ``country_aliases.toml`` or a file is passed explicitly.
+reports such clips as matches under the alias, with their count; the country metrics
+(``aglw metrics``, ``aglw leaderboard``) are handed an :class:`AliasTable` and ask the same
+lookup through it (they sit below this module in the layers). Nothing applies unless the user's
+configuration folder holds ``country_aliases.toml`` or a file is passed explicitly.
 """
 
 from __future__ import annotations
@@ -77,3 +78,23 @@ def alias_for(stated_iso: str | None, other_iso: str | None,
     if not stated_iso or not other_iso or stated_iso == other_iso:
         return None
     return next((a for a in aliases if a.stated == stated_iso.upper() and a.covers == other_iso.upper()), None)
+
+
+@dataclass(frozen=True)
+class AliasTable:
+    """A loaded alias table and the file it came from, as the country metrics are handed it.
+
+    The metrics (:mod:`workbench.metrics`) may not import this module (it reads the
+    configuration folder, a layer above them); they ask :meth:`alias_for`, which is
+    :func:`alias_for` of this table, so both readers follow one rule."""
+
+    aliases: tuple[CountryAlias, ...] = ()
+    source: Path | None = None
+
+    def alias_for(self, stated_iso: str | None, other_iso: str | None) -> CountryAlias | None:
+        return alias_for(stated_iso, other_iso, self.aliases)
+
+
+def alias_table(path: str | Path | None = None) -> AliasTable:
+    """:func:`load_country_aliases` as an :class:`AliasTable` (no file: an empty table)."""
+    return AliasTable(*load_country_aliases(path))

@@ -84,6 +84,13 @@ def count(value: object, missing: str = MISSING) -> str:
     return missing if number is None else f"{int(round(number)):,}"
 
 
+def p_value(value: object, missing: str = MISSING) -> str:
+    """A test's p-value with three significant digits (``0.0312``, ``1.2e-05``): a small one keeps
+    its magnitude, which :func:`probability`'s two decimals would round to ``<0.01``."""
+    number = _number(value)
+    return missing if number is None else f"{number:.3g}"
+
+
 def ratio(value: object, missing: str = MISSING) -> str:
     """A ratio of two quantities (spectral flatness, clipping share): three significant digits."""
     number = _number(value)
@@ -98,7 +105,7 @@ def ratio(value: object, missing: str = MISSING) -> str:
 
 FORMATTERS: dict[str, Callable[..., str]] = {
     "km": km, "accuracy": accuracy, "probability": probability, "db": db, "score": score, "count": count,
-    "ratio": ratio,
+    "ratio": ratio, "p_value": p_value,
 }
 
 
@@ -125,6 +132,8 @@ METRIC_TITLES = {
     "within_100km": "≤ 100 km",
     "within_1000km": "≤ 1000 km",
     "geoscore_mean": "GeoScore",
+    "country_alias_n": "country correct under the alias table",
+    "continent_alias_n": "continent correct under the alias table",
 }
 METRIC_KINDS = {
     "n": "count",
@@ -139,6 +148,8 @@ METRIC_KINDS = {
     "within_100km": "accuracy",
     "within_1000km": "accuracy",
     "geoscore_mean": "score",
+    "country_alias_n": "count",
+    "continent_alias_n": "count",
 }
 
 
@@ -153,13 +164,23 @@ def metric_title(key: str) -> str:
     return METRIC_TITLES.get(key, key.replace("_", " "))
 
 
+def metric_kind(key: str) -> str | None:
+    """The kind of number a leaderboard column holds (:data:`METRIC_KINDS`), a profile's own
+    column side by side (``country_acc_iso``) and an interval (``country_acc_ci``) included."""
+    base = key[:-3] if key.endswith("_ci") else key
+    for profile in PROFILES:
+        if base.endswith(f"_{profile}") and base[: -len(profile) - 1] in METRIC_KINDS:
+            base = base[: -len(profile) - 1]
+    return METRIC_KINDS.get(base)
+
+
 def metric_cell(key: str, value: object, missing: str = "") -> str:
     """One leaderboard cell as a reader sees it (see :data:`METRIC_KINDS`)."""
-    if key.endswith("_ci") and key[:-3] in METRIC_KINDS and isinstance(value, (list, tuple)) and len(value) == 2:
-        kind = METRIC_KINDS[key[:-3]]
-        low, high = (formatted(v, kind, missing=MISSING) for v in value)
+    if key.endswith("_ci") and metric_kind(key) is not None and isinstance(value, (list, tuple)) and len(value) == 2:
+        kind = metric_kind(key)
+        low, high = (formatted(v, kind, missing=MISSING) for v in value)  # type: ignore[arg-type]
         return f"{low} – {high}"
-    kind = METRIC_KINDS.get(key)
+    kind = metric_kind(key)
     if kind is not None:
         return formatted(value, kind, missing=missing)
     number = _number(value) if isinstance(value, float) else None

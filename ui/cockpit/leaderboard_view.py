@@ -189,12 +189,16 @@ def read_leaderboard(store: Store, profile: str, by: str | None, *, common: bool
                      ci: bool = False) -> pd.DataFrame:
     """The table the view shows: the models' rows (``n`` answers counted of ``n_dataset`` clips;
     with ``common`` on the clips every model answered, with ``ci`` 95 % bootstrap intervals),
-    and with no breakdown and not ``common`` the human localizers'."""
-    frame = leaderboard(store, profile, by=by, common=common, ci=ci)  # type: ignore[arg-type]
-    n_common = frame.attrs.get("n_common")
+    and with no breakdown and not ``common`` the human localizers'. The configuration folder's
+    country alias table applies as on the command line (its counts in their own columns)."""
+    from workbench.country_aliases import alias_table
+
+    aliases = alias_table()
+    frame = leaderboard(store, profile, by=by, common=common, ci=ci, aliases=aliases)  # type: ignore[arg-type]
+    attrs = dict(frame.attrs)
     if by is None and not common:
-        frame = with_human_rows(frame, store, profile, ci=ci)  # blind human guesses, scored alike
-    frame.attrs["n_common"] = n_common
+        frame = with_human_rows(frame, store, profile, ci=ci, aliases=aliases)  # blind human guesses, scored alike
+    frame.attrs.update(attrs)
     return frame
 
 
@@ -209,4 +213,8 @@ def counting_note(frame: pd.DataFrame, *, common: bool, ci: bool) -> str:
         parts.append(f"Every model on the {n_common or 0:,} clips all of them answered (human localizers not ranked).")
     if ci:
         parts.append("Intervals: 95 % percentile bootstrap, clips resampled with replacement (B = 2,000, seed 0).")
+    aliases = frame.attrs.get("alias_table")
+    if aliases:
+        parts.append(f"Country alias table {aliases['file']} applied ({'; '.join(aliases['aliases'])}): "
+                     "'correct under the alias table' counts the row's answers it turned correct.")
     return " ".join(parts)

@@ -238,7 +238,10 @@ class _Keys:
 
 
 def metric_inputs(
-    records: pd.DataFrame | Mapping[str, np.ndarray], profiles: Sequence[str] = core.PROFILES
+    records: pd.DataFrame | Mapping[str, np.ndarray],
+    profiles: Sequence[str] = core.PROFILES,
+    *,
+    alias_accepted: np.ndarray | None = None,
 ) -> MetricInputs:
     """Per-row quantities the metrics aggregate, for the given profiles.
 
@@ -250,13 +253,20 @@ def metric_inputs(
         from the record's fields); a mapping holds one object array per column.
     profiles : sequence of str
         Profiles whose country and continent keys are wanted.
+    alias_accepted : numpy.ndarray, optional
+        Bool per record: its predicted country is accepted under the country alias table
+        (:func:`workbench.metrics.aliased.accepted_answers`). Such a record's country counts as
+        correct, and so does its continent in the ``iso`` profile (derived from the country
+        there); None: no alias table applies.
 
     Returns
     -------
     MetricInputs
         In the order of ``records``: ``distance`` (km, NaN when undefined), ``refused`` (bool),
         ``city_true``/``city_pred`` and ``{profile}_country_true``, ... (ids of the case-folded
-        comparison keys, equal ids for equal keys; -1 when missing after normalisation).
+        comparison keys, equal ids for equal keys; -1 when missing after normalisation). With
+        ``alias_accepted``: ``{profile}_country_alias`` and ``{profile}_continent_alias``, bool
+        per record, whether the table turned a wrong answer into a correct one.
     """
     table = RecordColumns(records)
     keys = _Keys(table)
@@ -278,6 +288,16 @@ def metric_inputs(
             else:
                 columns[f"iso_country_{side}"] = keys.ids(country, core._iso_country_key, countries)
                 columns[f"iso_continent_{side}"] = keys.pair_ids(country, continent, core._iso_continent_key, continents)
+        if alias_accepted is not None:
+            # The agl1k continent is the answer's own continent field, not derived from its country.
+            for kind in ("country", "continent") if profile == "iso" else ("country",):
+                true, pred = columns[f"{profile}_{kind}_true"], columns[f"{profile}_{kind}_pred"].copy()
+                changed = alias_accepted & (true >= 0) & (pred >= 0) & (true != pred)
+                pred[changed] = true[changed]
+                columns[f"{profile}_{kind}_pred"] = pred
+                columns[f"{profile}_{kind}_alias"] = changed
+            if profile != "iso":
+                columns[f"{profile}_continent_alias"] = np.zeros(len(table), dtype=bool)
     return MetricInputs(columns)
 
 
@@ -309,11 +329,19 @@ def metrics_of(inputs: MetricInputs, profile: str, model: str | None) -> dict[st
     for threshold in core.WITHIN_THRESHOLDS_KM:
         result[f"within_{threshold}km"] = float(np.count_nonzero(defined < threshold)) / n if n else math.nan
     result["geoscore_mean"] = float(core.geoscore(defined).mean()) if defined.size else math.nan
+    if f"{profile}_country_alias" in column:
+        # How many of the n answers the alias table turned correct (only where a table applies).
+        for kind in ("country", "continent"):
+            result[f"{kind}_alias_n"] = int(np.count_nonzero(column[f"{profile}_{kind}_alias"]))
     return result
 
 
 def compute_metrics(
-    records: pd.DataFrame, profile: core.Profile = "agl1k", *, model: str | None = None
+    records: pd.DataFrame,
+    profile: core.Profile = "agl1k",
+    *,
+    model: str | None = None,
+    alias_accepted: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """Leaderboard metrics of one model's result records.
 
@@ -330,11 +358,14 @@ def compute_metrics(
         continent field when the country is not resolvable).
     model : str, optional
         Model name to report; defaults to the single value of a ``model`` column, if any.
+    alias_accepted : numpy.ndarray, optional
+        Bool per row: accepted under the country alias table (see :func:`metric_inputs`).
 
     Returns
     -------
     dict
-        The keys of :data:`~workbench.metrics.keys.METRIC_KEYS`. ``distance_error_km`` and ``geoscore_mean`` are means over
+        The keys of :data:`~workbench.metrics.keys.METRIC_KEYS`; with ``alias_accepted`` also
+        ``country_alias_n`` and ``continent_alias_n``, the answers the table turned correct. ``distance_error_km`` and ``geoscore_mean`` are means over
         rows with a defined distance; ``within_*km`` are fractions of all ``n`` rows whose distance
         is defined and strictly below the threshold; ``reject_rate`` is the fraction of rows in
         which any predicted field is a refusal; accuracies leave out rows where either side is
@@ -354,4 +385,4 @@ def compute_metrics(
         names = records["model"].dropna().unique().tolist()
         model = str(names[0]) if len(names) == 1 else None
 
-    return metrics_of(metric_inputs(records, (profile,)), profile, model)
+    return metrics_of(metric_inputs(records, (profile,), alias_accepted=alias_accepted), profile, model)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -29,6 +29,9 @@ from workbench.metrics.intervals import (
 )
 from workbench.metrics.keys import PROFILES
 
+if TYPE_CHECKING:
+    from workbench.country_aliases import AliasTable
+
 COMPARED_KEYS = ("distance_error_km", "geoscore_mean", *BINARY_KEYS)
 
 
@@ -45,8 +48,12 @@ def compare_models(
     metrics: Sequence[str] | None = None,
     bootstrap: int = DEFAULT_BOOTSTRAP,
     seed: int = 0,
+    aliases: AliasTable | None = None,
 ) -> dict[str, Any]:
     """Compare two stored models on the clips (dataset keys) both answered.
+
+    ``aliases``: the country alias table, applied to both models' answers as the leaderboard
+    applies it (:mod:`workbench.metrics.aliased`; None or empty: none).
 
     Returns
     -------
@@ -54,7 +61,9 @@ def compare_models(
         ``models`` ([A, B]), ``profile``, ``n_common``, ``bootstrap``, ``seed`` and ``metrics``:
         one ``{metric, n, a, b, difference, test, p_value, p_holm}`` per metric (``n``: the
         common clips the metric counts; ``difference`` = a − b; ``ci`` the paired bootstrap's
-        95 % interval of the difference for the continuous metrics).
+        95 % interval of the difference for the continuous metrics). Where an alias table
+        applies, ``alias_table``: its file, its aliases and ``country_alias_n`` /
+        ``continent_alias_n`` ([A, B]: of the ``n_common`` answers, how many it turned correct).
 
     Raises
     ------
@@ -63,7 +72,7 @@ def compare_models(
     InputError
         The models share no clip.
     """
-    from workbench.metrics.service import _check_profile, _metric_records
+    from workbench.metrics.service import _alias_accepted, _check_profile, _metric_records
 
     _check_profile(profile)
     if model_a == model_b:
@@ -89,10 +98,15 @@ def compare_models(
     if not common:
         raise InputError(f"{model_a} and {model_b} answered no clip in common; nothing to compare")
     terms = []
+    changed: dict[str, list[int]] = {"country_alias_n": [], "continent_alias_n": []}
     for index in range(2):
         order = np.array([rows_of[index][key] for key in common], dtype=np.int64)
         part = {name: values[order] for name, values in records.columns.items()}
-        terms.append(row_terms(metric_inputs(part, (profile,)), profile))
+        inputs = metric_inputs(part, (profile,), alias_accepted=_alias_accepted(store, part, aliases))
+        terms.append(row_terms(inputs, profile))
+        for kind in ("country", "continent"):
+            if f"{profile}_{kind}_alias" in inputs.columns:
+                changed[f"{kind}_alias_n"].append(int(np.count_nonzero(inputs.columns[f"{profile}_{kind}_alias"])))
     out = []
     for metric in chosen:
         (value_a, weight_a), (value_b, weight_b) = terms[0][metric], terms[1][metric]
@@ -116,8 +130,13 @@ def compare_models(
         row["p_holm"] = None
     for i, p in zip(tested, adjusted):
         out[i]["p_holm"] = p
-    return {"models": [model_a, model_b], "profile": profile, "n_common": len(common), "bootstrap": bootstrap,
-            "seed": seed, "metrics": out}
+    result = {"models": [model_a, model_b], "profile": profile, "n_common": len(common), "bootstrap": bootstrap,
+              "seed": seed, "metrics": out}
+    if changed["country_alias_n"] and aliases is not None:
+        from workbench.metrics.aliased import table_summary
+
+        result["alias_table"] = {**table_summary(aliases), **changed}
+    return result
 
 
 def profiles() -> tuple[str, ...]:

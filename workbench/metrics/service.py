@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -25,6 +25,9 @@ from workbench.metrics.core import (
     normalize_continent_agl1k,
 )
 from workbench.speech import HUMAN_SOUNDS_THRESHOLD
+
+if TYPE_CHECKING:
+    from workbench.country_aliases import AliasTable
 
 GroupBy = Literal["continent", "speech"]
 GROUP_BY_OPTIONS: tuple[str, ...] = ("continent", "speech")
@@ -99,6 +102,11 @@ def prediction_records(store: Store, model: str | None = None) -> pd.DataFrame:
     (measured from the linked clip's position: the one rule of :mod:`workbench.metrics.distance`),
     and ``human_sounds`` of the linked clip (NaN when the record has no clip).
     """
+    return _record_frame(store, model).drop(columns="id")
+
+
+def _record_frame(store: Store, model: str | None) -> pd.DataFrame:
+    """:func:`prediction_records` with each record's row ``id`` (what the alias table's reader asks by)."""
     columns = [getattr(Prediction, name) for name in _RECORD_COLUMNS]
     query = (
         select(Prediction.id, AlmRun.model, Prediction.question_id, *columns, Clip.human_sounds)
@@ -116,7 +124,41 @@ def prediction_records(store: Store, model: str | None = None) -> pd.DataFrame:
     if remeasured and len(frame):
         frame["distance_error_km"] = _apply_remeasured(
             frame["id"].to_numpy(), frame["distance_error_km"].to_numpy(dtype=object), remeasured)
-    return frame.drop(columns="id")
+    return frame
+
+
+def _truth_positions(store: Store, ids: np.ndarray) -> list[tuple[Any, Any]]:
+    """The true position of each record (by row id): its clip's, else the record's own (the one
+    rule, :func:`workbench.metrics.distance.truth_position`). Read for the few records an alias
+    table may accept, in chunks that stay under SQLite's bound-parameter limit."""
+    from workbench.metrics.distance import truth_position
+
+    wanted = [int(row_id) for row_id in ids.tolist()]
+    found: dict[int, tuple[Any, Any]] = {}
+    with store.session() as session:
+        for start in range(0, len(wanted), 500):
+            query = (
+                select(Prediction.id, Clip.latitude, Clip.longitude, Prediction.true_latitude,
+                       Prediction.true_longitude)
+                .outerjoin(Clip, Clip.id == Prediction.clip_id)
+                .where(Prediction.id.in_(wanted[start:start + 500]))  # type: ignore[union-attr]
+            )
+            for row_id, clip_lat, clip_lon, record_lat, record_lon in session.execute(query).all():
+                found[int(row_id)] = truth_position(clip_lat, clip_lon, record_lat, record_lon)
+    return [found.get(row_id, (None, None)) for row_id in wanted]
+
+
+def _alias_accepted(store: Store, columns: Mapping[str, np.ndarray], table: AliasTable | None) -> np.ndarray | None:
+    """Per record: accepted under the alias table (see :mod:`workbench.metrics.aliased`); None
+    when no table applies, so that every number stays as without one. Both paths
+    (:func:`model_metrics`, :func:`leaderboard`) ask here, with their records' row ids."""
+    from workbench.metrics.aliased import accepted_answers, applies
+
+    if not applies(table):
+        return None
+    ids = columns["id"]
+    return accepted_answers(columns["true_country"], columns["predicted_country"], table,  # type: ignore[arg-type]
+                            lambda rows: _truth_positions(store, ids[rows]))
 
 
 def _fetch(session: Any, query: Any) -> list[tuple]:
@@ -217,7 +259,7 @@ def _metric_records(store: Store, *, human_sounds: bool, question_ids: bool = Fa
         columns["true_longitude"] = _object_array([t[1] for t in truths])
     if question_ids:
         columns["question_id"] = _object_array([keys.get(row_id) for row_id in columns["id"].tolist()])
-    del columns["id"]
+    # The row id stays (the metrics read columns by name): the alias table's positions are read by it.
     models = sorted(set(runs.values()))
     rank_of_run = {run_id: models.index(model) for run_id, model in runs.items()}
     run_ids, inverse = np.unique(columns.pop("alm_run_id").astype(np.int64), return_inverse=True)
@@ -245,7 +287,8 @@ def _check_profile(profile: str) -> None:
         raise AglwError(f"unknown metric profile {profile!r}; use one of {', '.join(PROFILES)}")
 
 
-def model_metrics(store: Store, model: str, profile: Profile = "agl1k") -> dict[str, Any]:
+def model_metrics(store: Store, model: str, profile: Profile = "agl1k", *,
+                  aliases: AliasTable | None = None) -> dict[str, Any]:
     """Leaderboard metrics of one stored model.
 
     Parameters
@@ -256,11 +299,18 @@ def model_metrics(store: Store, model: str, profile: Profile = "agl1k") -> dict[
         A model name given at ``import predictions``.
     profile : {"agl1k", "iso"}
         Metric profile (see :func:`workbench.metrics.aggregate.compute_metrics`).
+    aliases : AliasTable, optional
+        The country alias table (:func:`workbench.country_aliases.alias_table`): an answer
+        naming the country its clip's position lies in counts as correct where the table
+        accepts the stated country covering it (:mod:`workbench.metrics.aliased`). None or an
+        empty table: no alias applies.
 
     Returns
     -------
     dict
-        The :data:`~workbench.metrics.core.METRIC_KEYS`.
+        The :data:`~workbench.metrics.core.METRIC_KEYS`; where a table applies also
+        ``country_alias_n`` and ``continent_alias_n`` (of the ``n`` answers, how many the table
+        turned correct) and ``alias_table`` (its file and aliases).
 
     Raises
     ------
@@ -268,11 +318,18 @@ def model_metrics(store: Store, model: str, profile: Profile = "agl1k") -> dict[
         Unknown profile, or no predictions stored for ``model`` (the message lists the models).
     """
     _check_profile(profile)
-    records = prediction_records(store, model)
+    records = _record_frame(store, model)
     if records.empty:
         known = ", ".join(model_names(store)) or "none imported yet"
         raise AglwError(f"no predictions for model {model!r} (models: {known})")
-    return compute_metrics(records, profile, model=model)
+    accepted = _alias_accepted(store, {name: records[name].to_numpy(dtype=object)
+                                       for name in ("id", "true_country", "predicted_country")}, aliases)
+    result = compute_metrics(records.drop(columns="id"), profile, model=model, alias_accepted=accepted)
+    if accepted is not None and aliases is not None:
+        from workbench.metrics.aliased import table_summary
+
+        result["alias_table"] = table_summary(aliases)
+    return result
 
 
 def _group_labels(records: Mapping[str, np.ndarray], profile: str, by: str) -> np.ndarray:
@@ -381,6 +438,7 @@ def leaderboard(
     ci: bool = False,
     bootstrap: int = 2000,
     seed: int = 0,
+    aliases: AliasTable | None = None,
 ) -> pd.DataFrame:
     """Metrics of every stored model, optionally per group of clips.
 
@@ -400,15 +458,19 @@ def leaderboard(
     ci : bool
         Add ``<key>_ci`` = [low, high], 95 % percentile intervals from ``bootstrap`` resamples
         of each row's clips (seeded by ``seed`` and the model's name).
+    aliases : AliasTable, optional
+        The country alias table, applied as by :func:`model_metrics` (None or empty: none).
 
     Returns
     -------
     pandas.DataFrame
         Columns :data:`METRIC_KEYS`, ``n_dataset`` (clips in the datasets the model's records
         are linked to, in the row's group; None when none is linked), ``group`` when ``by`` is
-        given and the intervals with ``ci``; sorted by group and ascending mean distance
-        error. Empty when no model is stored. ``attrs["n_common"]``: the clips every listed
-        model answered (with ``common``).
+        given, the intervals with ``ci``, and ``country_alias_n``/``continent_alias_n`` where an
+        alias table applies (of the row's ``n`` answers, how many it turned correct); sorted by
+        group and ascending mean distance error. Empty when no model is stored.
+        ``attrs["n_common"]``: the clips every listed model answered (with ``common``);
+        ``attrs["alias_table"]``: the applied table's file and aliases (None without one).
 
     Raises
     ------
@@ -437,12 +499,15 @@ def leaderboard(
         records = _MetricRecords({k: v[keep] for k, v in records.columns.items()}, records.model_rank[keep],
                                  records.models, records.datasets)
     columns = [*METRIC_KEYS, "n_dataset"] if by is None else ["group", *METRIC_KEYS, "n_dataset"]
+    accepted = _alias_accepted(store, records.columns, aliases)
+    if accepted is not None:
+        columns += ["country_alias_n", "continent_alias_n"]
     if ci:
         columns += list(interval_keys())
     # The per-record work (distinct values normalised once) is done once for every model and
     # profile; the rows are then ordered by model and group once per profile, and each group
     # is a handful of array operations on a slice.
-    inputs = metric_inputs(records.columns, profiles)
+    inputs = metric_inputs(records.columns, profiles, alias_accepted=accepted)
     rows: list[dict[str, Any]] = []
     # Only the continent groups differ by profile; otherwise every profile reads the same slices,
     # and a slice's bootstrap resamples are drawn once for all profiles.
@@ -467,4 +532,10 @@ def leaderboard(
     sort_keys = (["group"] if by is not None else []) + ["profile", "distance_error_km", "model"]
     table = table.sort_values(sort_keys, kind="stable", na_position="last").reset_index(drop=True)
     table.attrs["n_common"] = n_common
+    if accepted is not None and aliases is not None:
+        from workbench.metrics.aliased import table_summary
+
+        table.attrs["alias_table"] = table_summary(aliases)
+    else:
+        table.attrs["alias_table"] = None
     return table

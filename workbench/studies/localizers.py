@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 from sqlmodel import select
@@ -24,6 +24,9 @@ from workbench.errors import InputError
 from workbench.strict_numbers import check_float, check_text, parse_float
 from workbench.labels import UNSET, LabelChange
 from workbench.versioned_rows import FieldHistory, write_versioned
+
+if TYPE_CHECKING:
+    from workbench.country_aliases import AliasTable
 
 ENTITY = "human_guess"
 FIELDS = ("latitude", "longitude", "confidence", "city", "country", "continent")
@@ -169,24 +172,35 @@ def _dataset_sizes(store: Store) -> dict[int, int]:
 
 
 def human_leaderboard(store: Store, profile: str = "agl1k", *, ci: bool = False, bootstrap: int = 2000,
-                      seed: int = 0) -> list[dict[str, Any]]:
+                      seed: int = 0, aliases: AliasTable | None = None) -> list[dict[str, Any]]:
     """Leaderboard rows of the human localizers: one per annotator and one pooled over all guesses.
 
     Each row has the leaderboard's metric keys (``n``: the guesses counted), ``n_dataset`` (clips
-    in the datasets of the guessed clips), ``mean_confidence`` and with ``ci`` the intervals.
+    in the datasets of the guessed clips), ``mean_confidence`` and with ``ci`` the intervals;
+    with a country alias table (``aliases``) applied as to the models' answers
+    (:mod:`workbench.metrics.aliased`), ``country_alias_n`` and ``continent_alias_n``.
     """
     from workbench.metrics.aggregate import metric_inputs, metrics_of
+    from workbench.metrics.aliased import accepted_answers, applies
     from workbench.metrics.intervals import bootstrap_intervals
 
     records = guess_records(store)
     if records.empty:
         return []
+    accepted = None
+    if applies(aliases):
+        # A guess is measured from its clip's position, which each record carries.
+        latitude, longitude = records["true_latitude"].to_numpy(dtype=object), records["true_longitude"].to_numpy(dtype=object)
+        accepted = accepted_answers(records["true_country"].to_numpy(dtype=object),
+                                    records["predicted_country"].to_numpy(dtype=object), aliases,  # type: ignore[arg-type]
+                                    lambda rows: list(zip(latitude[rows].tolist(), longitude[rows].tolist())))
     sizes = _dataset_sizes(store)
     rows = []
     groups = [(name, part) for name, part in records.groupby("model", sort=True)]
     groups.append(("human (pooled)", records))
     for name, part in groups:
-        inputs = metric_inputs(part.drop(columns=["model"]).reset_index(drop=True), (profile,))
+        inputs = metric_inputs(part.drop(columns=["model"]).reset_index(drop=True), (profile,),
+                               alias_accepted=None if accepted is None else accepted[part.index.to_numpy()])
         metrics = metrics_of(inputs, profile, str(name))
         confidence = part["confidence"].dropna()
         row = {**metrics, "model": str(name), "n": int(len(part)),
@@ -199,7 +213,7 @@ def human_leaderboard(store: Store, profile: str = "agl1k", *, ci: bool = False,
 
 
 def with_human_rows(frame: Any, store: Store, profile: str, *, ci: bool = False, bootstrap: int = 2000,
-                    seed: int = 0) -> Any:
+                    seed: int = 0, aliases: AliasTable | None = None) -> Any:
     """The leaderboard ``frame`` with the human localizers' rows appended (per annotator and pooled).
 
     Humans are scored by the same :func:`~workbench.metrics.aggregate.compute_metrics` as the models,
@@ -211,7 +225,7 @@ def with_human_rows(frame: Any, store: Store, profile: str, *, ci: bool = False,
     profiles = ("agl1k", "iso") if profile == "both" else (profile,)
     rows = []
     for name in profiles:
-        for row in human_leaderboard(store, name, ci=ci, bootstrap=bootstrap, seed=seed):
+        for row in human_leaderboard(store, name, ci=ci, bootstrap=bootstrap, seed=seed, aliases=aliases):
             rows.append({**row, "profile": name})
     if not rows:
         return frame
