@@ -130,6 +130,28 @@ def latest_curation_run_id(session: Session, *, before: int | None = None) -> in
 STANDING, SUPERSEDED, EARLIER_RUN = "standing", "superseded", "earlier run"
 
 
+def answered_alm_runs(session: Session) -> list[tuple[int, str]]:
+    """The ALM runs that hold at least one answer, as ``(run id, model)`` ordered by model.
+
+    The one rule for "which ALMs can be judged or fitted": a run the provider refused (401/403/404)
+    keeps its failed job for the record, but without an answer it is no model to choose, and it
+    must not make "the only imported ALM" ambiguous.
+    """
+    answered = select(Prediction.alm_run_id).distinct()
+    rows = session.execute(select(AlmRun.id, AlmRun.model).where(col(AlmRun.id).in_(answered))
+                           .order_by(AlmRun.model)).all()
+    return [(int(run_id), str(model)) for run_id, model in rows]
+
+
+def unanswered_alm_run_text(session: Session, model: str) -> str | None:
+    """Why the run named ``model`` cannot be chosen when it exists without answers, else None."""
+    run_id = session.execute(select(AlmRun.id).where(AlmRun.model == model)).scalar()
+    if run_id is None or session.execute(select(Prediction.id).where(Prediction.alm_run_id == run_id).limit(1)).first():
+        return None
+    return (f"the ALM run {model!r} holds no answers yet (its `aglw alm run` stopped before any was stored); "
+            "run it again, or choose another with --alm")
+
+
 def judgment_standing(
     rows: Iterable[tuple[int, int, str, int | None, int, str | None]], *, per_alm: bool = True
 ) -> dict[int, str]:

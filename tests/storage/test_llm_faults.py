@@ -269,3 +269,26 @@ def test_threads_are_not_left_behind(alm) -> None:  # type: ignore[no-untyped-de
     before = {t.name for t in threading.enumerate()}
     main(alm_argv(alm, closed_port_url()))
     assert not {t.name for t in threading.enumerate() if t.name.startswith("llm")} - before
+
+
+def test_a_refused_run_keeps_its_job_but_is_no_model_to_judge_or_fit(store, monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A run the provider refused (401/403/404) records its failed job, but it holds no answer:
+    `judge` and `fit` neither list it nor count it when they choose the only ALM."""
+    from workbench.attribution.inputs import resolve_alm_run
+    from workbench.curation.inputs import choose_alm_run
+    from workbench.errors import AglwError
+
+    judge_project(store, monkeypatch, tmp_path)
+    with store.write() as s:
+        refused = AlmRun(model="refused-model")
+        s.add(refused)
+        s.flush()
+        s.add(AlmJob(alm_run_id=refused.id, provider="openai-compatible", api_model=MODEL, prompt_version="v1",
+                     status="failed"))
+    with store.session() as s:
+        assert resolve_alm_run(s, None).model == "alm-x"
+        with pytest.raises(AglwError, match="refused-model.*no answers"):
+            resolve_alm_run(s, "refused-model")
+    assert choose_alm_run(store, None)[1] == "alm-x"
+    with pytest.raises(AglwError, match="refused-model.*no answers"):
+        choose_alm_run(store, "refused-model")

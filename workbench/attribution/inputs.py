@@ -42,25 +42,30 @@ class ClipSelection:
 
 
 def resolve_alm_run(session: Session, alm_model: str | None) -> AlmRun:
-    """The ALM run named ``alm_model``, or the only one imported.
+    """The ALM run named ``alm_model``, or the only one with answers (:func:`workbench.project.answered_alm_runs`).
 
     Raises
     ------
     AglwError
         No run of that name, none imported, or several and no name given.
     """
-    runs = session.exec(select(AlmRun).order_by(AlmRun.model)).all()
+    from workbench.project import answered_alm_runs, unanswered_alm_run_text
+
+    answered = answered_alm_runs(session)
     if alm_model is not None:
-        for run in runs:
-            if run.model == alm_model:
-                return run
-        known = ", ".join(r.model for r in runs) or "none"
+        for run_id, model in answered:
+            if model == alm_model:
+                return session.get(AlmRun, run_id)  # type: ignore[return-value]
+        empty = unanswered_alm_run_text(session, alm_model)
+        if empty is not None:
+            raise AglwError(empty)
+        known = ", ".join(m for _, m in answered) or "none"
         raise AglwError(f"no imported ALM results named {alm_model!r} (imported: {known}); check --alm")
-    if not runs:
+    if not answered:
         raise AglwError("no ALM results imported yet: run `aglw import predictions --model NAME FILE` first")
-    if len(runs) > 1:
-        raise AglwError(f"several ALM models are imported ({', '.join(r.model for r in runs)}); choose one with --alm")
-    return runs[0]
+    if len(answered) > 1:
+        raise AglwError(f"several ALM models are imported ({', '.join(m for _, m in answered)}); choose one with --alm")
+    return session.get(AlmRun, answered[0][0])  # type: ignore[return-value]
 
 
 def latest_tagger_run_id(session: Session) -> int | None:

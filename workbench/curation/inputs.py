@@ -39,7 +39,6 @@ from sqlalchemy import select
 
 from storage import Store
 from storage.models import (
-    AlmRun,
     Annotator,
     CategoryLabel,
     CategoryPolarity,
@@ -95,9 +94,15 @@ class FitInputs:
 
 def choose_alm_run(store: Store, alm_model: str | None) -> tuple[int, str]:
     """The ALM run a fit uses (see the module notes); a handled error when ambiguous."""
+    from workbench.project import answered_alm_runs, unanswered_alm_run_text
+
     with store.session() as s:
-        runs = s.execute(select(AlmRun.id, AlmRun.model).order_by(AlmRun.id)).all()
+        # ordered by id as before: the ambiguity message lists the runs in the order they came
+        runs = sorted(answered_alm_runs(s))
         judged = set(s.scalars(select(JudgeRun.alm_run_id).where(JudgeRun.alm_run_id.is_not(None))).all())
+        empty = unanswered_alm_run_text(s, alm_model) if alm_model is not None else None
+    if empty is not None:
+        raise AglwError(empty)
     if not runs:
         raise AglwError("the project has no ALM predictions; run `aglw import predictions --model NAME FILE` first")
     if alm_model is not None:
