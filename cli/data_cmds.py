@@ -15,8 +15,6 @@ from workbench.errors import AglwError
 from workbench.metrics.keys import METRIC_KEYS, PROFILES
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from workbench.importing import ImportReport
 
 # Imports of the store, pandas and the importers happen inside the commands: `aglw --help`
@@ -246,25 +244,32 @@ def metrics_cmd(
         show(line)
 
 
-def _side_by_side(frame: pd.DataFrame, group: bool) -> pd.DataFrame:
+_Rows = tuple[list[str], list[dict[str, Any]]]  # a table's columns and its rows (no pandas: `aglw` starts faster)
+
+
+def _side_by_side(columns: list[str], rows: list[dict[str, Any]], group: bool) -> _Rows:
     """One row per model (and group) with the profile-dependent accuracies (and their
-    intervals) per profile."""
+    intervals) per profile, the others as in the first profile's row (missing, NaN, when
+    only another profile has the row); rows in the order of their (group and) model names."""
     index = ["group", "model"] if group else ["model"]
-    dependent = [c for c in frame.columns if c.startswith(_PROFILE_DEPENDENT)]
-    shared_columns = [c for c in frame.columns if c not in (*index, "profile", *dependent)]
-    shared = frame[frame["profile"] == PROFILES[0]][[*index, *shared_columns]]
-    for profile in PROFILES:
-        part = frame[frame["profile"] == profile][[*index, *dependent]]
-        part = part.rename(columns={c: _per_profile(c, profile) for c in dependent})
-        shared = shared.merge(part, on=index, how="outer")
+    dependent = [c for c in columns if c.startswith(_PROFILE_DEPENDENT)]
+    shared_columns = [c for c in columns if c not in (*index, "profile", *dependent)]
+    joined: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for row in rows:
+        if row["profile"] not in PROFILES:
+            continue
+        out = joined.setdefault(tuple(row[c] for c in index), {c: row[c] for c in index})
+        if row["profile"] == PROFILES[0]:
+            out.update((c, row[c]) for c in shared_columns)
+        out.update((_per_profile(c, row["profile"]), row[c]) for c in dependent)
     first = ["n", "n_dataset", "distance_error_km", "distance_error_km_ci"]
     ordered = [
         *index,
-        *(c for c in first if c in shared.columns),
+        *(c for c in first if c in shared_columns),
         *(_per_profile(c, p) for c in dependent for p in PROFILES),
         *(c for c in shared_columns if c not in first),
     ]
-    return shared[ordered]
+    return ordered, [{c: out.get(c, math.nan) for c in ordered} for _, out in sorted(joined.items())]
 
 
 def _per_profile(column: str, profile: str) -> str:
@@ -272,20 +277,17 @@ def _per_profile(column: str, profile: str) -> str:
     return f"{column[:-3]}_{profile}_ci" if column.endswith("_ci") else f"{column}_{profile}"
 
 
-def _with_coverage(frame: pd.DataFrame) -> pd.DataFrame:
-    """``n`` and ``n_dataset`` shown as one coverage column: answered / in dataset."""
-    if "n_dataset" not in frame.columns:
-        return frame
-    shown = frame.copy()
-    position = list(shown.columns).index("n")
-
+def _with_coverage(columns: list[str], rows: list[dict[str, Any]]) -> _Rows:
+    """``n`` and ``n_dataset`` shown as one coverage column (in the place of ``n``): answered / in dataset."""
+    if "n_dataset" not in columns:
+        return columns, rows
     from workbench.formatting import count
 
-    def coverage(n: Any, total: Any) -> str:
-        return f"{count(n)} / {count(total)}"
-
-    shown.insert(position, "coverage", [coverage(n, t) for n, t in zip(shown["n"], shown["n_dataset"])])
-    return shown.drop(columns=["n", "n_dataset"])
+    position = columns.index("n")
+    shown = [*(c for c in columns[:position] if c != "n_dataset"), "coverage",
+             *(c for c in columns[position:] if c not in ("n", "n_dataset"))]
+    return shown, [{c: f"{count(row['n'])} / {count(row['n_dataset'])}" if c == "coverage" else row[c] for c in shown}
+                   for row in rows]
 
 
 def _cell(column: str, value: Any, record: dict[str, Any]) -> str:
@@ -310,7 +312,7 @@ def leaderboard_cmd(
 ) -> None:
     """Table for all imported models (with the country alias table, if there is one)."""
     _check_choice(profile, (*PROFILES, "both"), "--profile")
-    from workbench.metrics.service import GROUP_BY_OPTIONS, leaderboard
+    from workbench.metrics.service import GROUP_BY_OPTIONS, leaderboard_rows
 
     _check_choice(by, GROUP_BY_OPTIONS, "--by")
     app = app_context(ctx)
@@ -319,29 +321,32 @@ def leaderboard_cmd(
     table = alias_table(aliases)
     store = app.store()
     listed = [m.strip() for m in models.split(",") if m.strip()] if models else None
-    frame = leaderboard(store, profile, by, common=common, models=listed, ci=ci, bootstrap=bootstrap,  # type: ignore[arg-type]
-                        seed=seed, aliases=table)
-    n_common = frame.attrs.get("n_common")
-    summary = frame.attrs.get("alias_table")
+    found = leaderboard_rows(store, profile, by, common=common, models=listed, ci=ci,  # type: ignore[arg-type]
+                             bootstrap=bootstrap, seed=seed, aliases=table)
+    columns, rows = found.columns, found.rows
+    n_common, summary = found.n_common, found.alias_table
     if by is None and not common and listed is None:
-        from workbench.studies.localizers import with_human_rows
+        from workbench.studies.localizers import human_rows
 
         # people who guessed blind, scored alike
-        frame = with_human_rows(frame, store, profile, ci=ci, bootstrap=bootstrap, seed=seed, aliases=table)
+        rows = rows + human_rows(store, profile, columns, ci=ci, bootstrap=bootstrap, seed=seed, aliases=table)
     elif common and listed is None:
         say("human localizers are not ranked with --common: they guessed other clips than the models answered")
     if app.json:
         emit_json({"profile": profile, "common": common, "n_common": n_common, "alias_table": summary,
-                   "rows": frame.to_dict(orient="records")})
+                   "rows": rows})
         return
-    if frame.empty:
+    if not rows:
         say("no predictions imported yet: use `aglw import predictions --model NAME FILE`")
         return
-    alias_notes = _alias_lines(frame.to_dict(orient="records"), summary, lambda row: (
+    alias_notes = _alias_lines(rows, summary, lambda row: (
         f" ({row['profile']})", f" of {row['model']}" + (f" in {row['group']}" if by else "")))
-    frame = frame.drop(columns=[c for c in _ALIAS_COUNTS if c in frame.columns])  # said below the table
-    shown = _side_by_side(frame, by is not None) if profile == "both" else frame.drop(columns="profile")
-    shown = _with_coverage(shown)
+    columns = [c for c in columns if c not in _ALIAS_COUNTS]  # said below the table
+    if profile == "both":
+        columns, rows = _side_by_side(columns, rows, by is not None)
+    else:
+        columns = [c for c in columns if c != "profile"]
+    columns, rows = _with_coverage(columns, rows)
     from workbench.formatting import count
 
     title = "leaderboard" + (f" by {by}" if by else "") + f" ({profile} profile{'s' if profile == 'both' else ''})"
@@ -354,10 +359,10 @@ def leaderboard_cmd(
 
     board = Table(title=title, caption=f"{DISTANCE_HEADER[0].upper()}{DISTANCE_HEADER[1:]}: the mean over answers "
                   "with a defined distance; coverage: answers counted / clips in the model's dataset.")
-    visible = [c for c in shown.columns if not c.endswith("_ci")]
+    visible = [c for c in columns if not c.endswith("_ci")]
     for column in visible:
         board.add_column(header(column), justify="left" if column in ("model", "group") else "right")
-    for record in shown.to_dict(orient="records"):
+    for record in rows:
         board.add_row(*(_cell(column, record[column], record) for column in visible))
     show(board, min_width=200)
     for line in alias_notes:

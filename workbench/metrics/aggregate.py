@@ -12,15 +12,22 @@ profile, and aggregated per group with array operations. The formulas themselves
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from workbench.metrics import core
 from workbench.metrics.distance import REFUSAL_STRINGS, is_refusal
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# No pandas at import: `aglw metrics` and `aglw leaderboard` compute on object arrays and start
+# without it (issue 32, bench P11); a DataFrame handed in (compute_metrics) brings pandas along.
 
 _COORDINATES = ("true_latitude", "true_longitude", "predicted_latitude", "predicted_longitude")
 
@@ -32,16 +39,50 @@ def _objects(values: list[Any]) -> np.ndarray:
     return array
 
 
+def _is_missing(value: Any) -> bool:
+    """A missing marker as pandas counts one (``pd.isna``): None, a NaN number, and pandas' own
+    markers (``pd.NA``, ``NaT``), which only a caller that loaded pandas can hand in."""
+    if value is None:
+        return True
+    if isinstance(value, (float, np.floating)):
+        return bool(value != value)
+    if isinstance(value, Decimal):
+        return value.is_nan()
+    pandas = sys.modules.get("pandas")
+    return pandas is not None and bool(pandas.api.types.is_scalar(value) and pandas.isna(value))
+
+
+def _missing(values: np.ndarray) -> np.ndarray:
+    """Per value: a missing marker (:func:`_is_missing`)."""
+    items = values.tolist()
+    if set(map(type, items)) <= {type(None), bool, int, str}:  # e.g. the stored flags: None is the one marker
+        return np.array([value is None for value in items], dtype=bool)
+    return np.array([_is_missing(value) for value in items], dtype=bool)
+
+
 def _codes(series: pd.Series | np.ndarray) -> tuple[np.ndarray, list[Any]] | None:
-    """Integer codes and distinct values of a text column; None when it holds anything but text
-    and missing values (hashing would merge 1, 1.0 and True, whose text differs)."""
+    """Integer codes and distinct values (in order of first appearance; missing values carry
+    code -1) of a text column; None when it holds anything but text and missing values
+    (hashing would merge 1, 1.0 and True, whose text differs)."""
+    items = series.tolist()
     try:
-        codes, uniques = pd.factorize(series, use_na_sentinel=True)
-    except TypeError:  # unhashable values
-        return None
-    # Checked on the distinct values (missing ones carry code -1): cheaper than on every row.
-    distinct = list(uniques)
-    if not all(isinstance(value, str) for value in distinct):
+        # Checked on the distinct values: cheaper than on every row.
+        keys = list(dict.fromkeys(items))
+        if set(map(type, keys)) <= {str}:  # text only (the common case, at C speed)
+            distinct = keys
+            vocabulary = dict(zip(keys, range(len(keys))))
+        else:
+            vocabulary, distinct = {}, []
+            for value in keys:
+                if isinstance(value, str):
+                    vocabulary[value] = len(distinct)
+                    distinct.append(value)
+                elif _is_missing(value):
+                    vocabulary[value] = -1
+                else:
+                    return None
+        codes = np.fromiter(map(vocabulary.__getitem__, items), dtype=np.intp, count=len(items))
+    except TypeError:  # unhashable values (or a marker that refuses comparison)
         return None
     return codes, distinct
 
@@ -62,14 +103,15 @@ class RecordColumns:
         return name in self._source
 
     def __len__(self) -> int:
-        if isinstance(self._source, pd.DataFrame):
+        if not isinstance(self._source, Mapping):  # a DataFrame: its rows
             return len(self._source)
         return len(next(iter(self._source.values()))) if self._source else 0
 
     def __getitem__(self, name: str) -> np.ndarray:
         if name not in self._arrays:
             column = self._source[name]
-            self._arrays[name] = column.to_numpy(dtype=object) if isinstance(column, pd.Series) else column
+            # A DataFrame's column (a Series) as an object array; the mapping's arrays as they are.
+            self._arrays[name] = column.to_numpy(dtype=object) if hasattr(column, "to_numpy") else column
         return self._arrays[name]
 
     def subset(self, mask: np.ndarray, names: Sequence[str]) -> RecordColumns:
@@ -124,7 +166,7 @@ def _rejections(records: RecordColumns, keys: _Keys) -> np.ndarray:
         return np.logical_or.reduce([keys.refused(name) for name in core.PREDICTED_FIELDS])
     result = np.zeros(len(records), dtype=bool)
     stored = records["refused"]
-    todo = pd.isna(stored)
+    todo = _missing(stored)
     result[~todo] = stored[~todo].astype(bool)
     if todo.any():
         rows = _Keys(records.subset(todo, core.PREDICTED_FIELDS))
@@ -135,7 +177,13 @@ def _rejections(records: RecordColumns, keys: _Keys) -> np.ndarray:
 def _floats(values: np.ndarray) -> np.ndarray:
     """A numeric column as floats, NaN where missing or not a number (a copy)."""
     # Numbers and missing values (all the store holds) convert directly; anything else, e.g.
-    # text in a hand-made row, goes through pandas' coercion.
+    # text in a hand-made row, goes through pandas' coercion (pandas loaded only then).
+    kinds = set(map(type, values.tolist()))
+    if all(kind is type(None) or (issubclass(kind, (int, float, np.integer, np.floating))
+                                  and not issubclass(kind, (bool, np.bool_))) for kind in kinds):
+        return np.array(values, dtype=float)
+    import pandas as pd
+
     if pd.api.types.infer_dtype(values, skipna=True) in ("floating", "integer", "mixed-integer-float", "empty"):
         return np.array(values, dtype=float)
     return pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=float, na_value=np.nan, copy=True)

@@ -8,14 +8,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import pandas as pd
 from sqlalchemy import or_, select
 
 from storage import Store
 from storage.models import AlmRun, Clip, Prediction
 from workbench.agl1k_record import PREDICTED_FIELDS, TRUE_FIELDS
 from workbench.errors import AglwError
-from workbench.metrics.aggregate import compute_metrics, map_pairs, map_values, metric_inputs, metrics_of
+from workbench.metrics.aggregate import map_pairs, map_values, metric_inputs, metrics_of
 from workbench.metrics.continents import continent_of_iso
 from workbench.metrics.core import (
     METRIC_KEYS,
@@ -27,7 +26,12 @@ from workbench.metrics.core import (
 from workbench.speech import HUMAN_SOUNDS_THRESHOLD
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from workbench.country_aliases import AliasTable
+
+# pandas is loaded only by what returns a DataFrame (prediction_records, leaderboard) and by the
+# groupings: `aglw metrics` and `aglw leaderboard` start without it (issue 32, bench P11).
 
 GroupBy = Literal["continent", "speech"]
 GROUP_BY_OPTIONS: tuple[str, ...] = ("continent", "speech")
@@ -105,8 +109,19 @@ def prediction_records(store: Store, model: str | None = None) -> pd.DataFrame:
     return _record_frame(store, model).drop(columns="id")
 
 
+_RECORD_NAMES = ("id", "model", "question_id", *_RECORD_COLUMNS, "human_sounds")
+
+
 def _record_frame(store: Store, model: str | None) -> pd.DataFrame:
     """:func:`prediction_records` with each record's row ``id`` (what the alias table's reader asks by)."""
+    import pandas as pd
+
+    return pd.DataFrame(_record_columns(store, model), columns=list(_RECORD_NAMES), dtype=object)
+
+
+def _record_columns(store: Store, model: str | None) -> dict[str, np.ndarray]:
+    """The columns of :func:`_record_frame` as object arrays holding the values read (no DataFrame:
+    :func:`model_metrics` computes on these)."""
     columns = [getattr(Prediction, name) for name in _RECORD_COLUMNS]
     query = (
         select(Prediction.id, AlmRun.model, Prediction.question_id, *columns, Clip.human_sounds)
@@ -119,12 +134,10 @@ def _record_frame(store: Store, model: str | None) -> pd.DataFrame:
     with store.session() as session:
         rows = session.execute(query).all()
         remeasured = _remeasured(session, model)
-    names = ["id", "model", "question_id", *_RECORD_COLUMNS, "human_sounds"]
-    frame = pd.DataFrame([tuple(row) for row in rows], columns=names, dtype=object)
-    if remeasured and len(frame):
-        frame["distance_error_km"] = _apply_remeasured(
-            frame["id"].to_numpy(), frame["distance_error_km"].to_numpy(dtype=object), remeasured)
-    return frame
+    out = {name: _object_array([row[index] for row in rows]) for index, name in enumerate(_RECORD_NAMES)}
+    if remeasured and rows:
+        out["distance_error_km"] = _apply_remeasured(out["id"], out["distance_error_km"], remeasured)
+    return out
 
 
 def _truth_positions(store: Store, ids: np.ndarray) -> list[tuple[Any, Any]]:
@@ -318,13 +331,13 @@ def model_metrics(store: Store, model: str, profile: Profile = "agl1k", *,
         Unknown profile, or no predictions stored for ``model`` (the message lists the models).
     """
     _check_profile(profile)
-    records = _record_frame(store, model)
-    if records.empty:
+    records = _record_columns(store, model)
+    if not len(records["id"]):
         known = ", ".join(model_names(store)) or "none imported yet"
         raise AglwError(f"no predictions for model {model!r} (models: {known})")
-    accepted = _alias_accepted(store, {name: records[name].to_numpy(dtype=object)
-                                       for name in ("id", "true_country", "predicted_country")}, aliases)
-    result = compute_metrics(records.drop(columns="id"), profile, model=model, alias_accepted=accepted)
+    accepted = _alias_accepted(store, records, aliases)
+    # compute_metrics without its DataFrame: the same inputs, read from the same values.
+    result = metrics_of(metric_inputs(records, (profile,), alias_accepted=accepted), profile, model)
     if accepted is not None and aliases is not None:
         from workbench.metrics.aliased import table_summary
 
@@ -336,6 +349,8 @@ def _group_labels(records: Mapping[str, np.ndarray], profile: str, by: str) -> n
     """Each record's group: speech or not (linked clip's ``human_sounds``), or the true
     continent in the profile's sense; computed once per distinct value."""
     if by == "speech":
+        import pandas as pd
+
         human_sounds = pd.to_numeric(pd.Series(records["human_sounds"], dtype=object), errors="coerce").to_numpy(
             dtype=float, na_value=np.nan
         )
@@ -367,6 +382,8 @@ def _groups(model_rank: np.ndarray, labels: np.ndarray | None) -> tuple[np.ndarr
         group_names: list[str | None] = [None]
         key = model_rank
     else:
+        import pandas as pd
+
         codes, uniques = pd.factorize(labels)
         # Groups in sorted order of their names, as pandas' groupby gave them.
         ranking = sorted(range(len(uniques)), key=lambda code: uniques[code])
@@ -428,6 +445,18 @@ def _coverage(linked: set[Any], group: Any, sizes: dict[tuple[Any, Any], int]) -
     return sum(sizes.get((d, group), 0) for d in linked)
 
 
+@dataclass(frozen=True)
+class LeaderboardRows:
+    """The leaderboard as plain rows, in the table's order: what :func:`leaderboard` puts in a
+    DataFrame, and what `aglw leaderboard` prints without loading pandas."""
+
+    columns: list[str]
+    # One dict per row, with exactly ``columns`` as keys (in that order).
+    rows: list[dict[str, Any]]
+    n_common: int | None = None
+    alias_table: dict[str, Any] | None = None
+
+
 def leaderboard(
     store: Store,
     profile: Profile | Literal["both"] = "agl1k",
@@ -440,6 +469,46 @@ def leaderboard(
     seed: int = 0,
     aliases: AliasTable | None = None,
 ) -> pd.DataFrame:
+    """Metrics of every stored model, optionally per group of clips: :func:`leaderboard_rows`
+    as a DataFrame.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The rows of :func:`leaderboard_rows`, in its order and with its columns.
+        ``attrs["n_common"]``: the clips every listed model answered (with ``common``);
+        ``attrs["alias_table"]``: the applied table's file and aliases (None without one).
+    """
+    import pandas as pd
+
+    board = leaderboard_rows(store, profile, by, common=common, models=models, ci=ci, bootstrap=bootstrap,
+                             seed=seed, aliases=aliases)
+    table = pd.DataFrame(board.rows, columns=board.columns)
+    table.attrs["n_common"] = board.n_common
+    table.attrs["alias_table"] = board.alias_table
+    return table
+
+
+def _sort_rows(rows: list[dict[str, Any]], keys: list[str]) -> list[dict[str, Any]]:
+    """``rows`` stably sorted by ``keys``, ascending, missing values (None, NaN) last under each key."""
+    def key(row: dict[str, Any]) -> tuple[tuple[int, Any], ...]:
+        return tuple((1, 0) if row[k] is None or row[k] != row[k] else (0, row[k]) for k in keys)
+
+    return sorted(rows, key=key)
+
+
+def leaderboard_rows(
+    store: Store,
+    profile: Profile | Literal["both"] = "agl1k",
+    by: GroupBy | None = None,
+    *,
+    common: bool = False,
+    models: list[str] | None = None,
+    ci: bool = False,
+    bootstrap: int = 2000,
+    seed: int = 0,
+    aliases: AliasTable | None = None,
+) -> LeaderboardRows:
     """Metrics of every stored model, optionally per group of clips.
 
     Parameters
@@ -463,14 +532,14 @@ def leaderboard(
 
     Returns
     -------
-    pandas.DataFrame
+    LeaderboardRows
         Columns :data:`METRIC_KEYS`, ``n_dataset`` (clips in the datasets the model's records
         are linked to, in the row's group; None when none is linked), ``group`` when ``by`` is
         given, the intervals with ``ci``, and ``country_alias_n``/``continent_alias_n`` where an
         alias table applies (of the row's ``n`` answers, how many it turned correct); sorted by
-        group and ascending mean distance error. Empty when no model is stored.
-        ``attrs["n_common"]``: the clips every listed model answered (with ``common``);
-        ``attrs["alias_table"]``: the applied table's file and aliases (None without one).
+        group, profile, ascending mean distance error (undefined last) and model. No rows when
+        no model is stored. ``n_common``: the clips every listed model answered (with
+        ``common``); ``alias_table``: the applied table's file and aliases (None without one).
 
     Raises
     ------
@@ -527,15 +596,12 @@ def leaderboard(
                 if ci:
                     metrics.update(bootstrap_intervals(part, name, bootstrap=bootstrap, seed=seed, name=label,
                                                        counts=counts))
-                rows.append(metrics if by is None else {"group": group, **metrics})
-    table = pd.DataFrame(rows, columns=columns)
+                row = metrics if by is None else {"group": group, **metrics}
+                rows.append({column: row.get(column, math.nan) for column in columns})
     sort_keys = (["group"] if by is not None else []) + ["profile", "distance_error_km", "model"]
-    table = table.sort_values(sort_keys, kind="stable", na_position="last").reset_index(drop=True)
-    table.attrs["n_common"] = n_common
+    summary = None
     if accepted is not None and aliases is not None:
         from workbench.metrics.aliased import table_summary
 
-        table.attrs["alias_table"] = table_summary(aliases)
-    else:
-        table.attrs["alias_table"] = None
-    return table
+        summary = table_summary(aliases)
+    return LeaderboardRows(columns, _sort_rows(rows, sort_keys), n_common, summary)

@@ -15,7 +15,6 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from sqlmodel import select
 
 from storage import Store
@@ -26,6 +25,8 @@ from workbench.labels import UNSET, LabelChange
 from workbench.versioned_rows import FieldHistory, write_versioned
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from workbench.country_aliases import AliasTable
 
 ENTITY = "human_guess"
@@ -145,6 +146,13 @@ def guess_records(store: Store) -> pd.DataFrame:
     stored guess is never a refusal (``refused`` False): a refusal is "no guess", and an undone
     guess (no position) is no row at all.
     """
+    import pandas as pd
+
+    return pd.DataFrame(_guess_rows(store))
+
+
+def _guess_rows(store: Store) -> list[dict[str, Any]]:
+    """The rows of :func:`guess_records` (no DataFrame: a project without guesses never needs one)."""
     with store.session() as s:
         rows = s.exec(select(HumanGuess, Annotator.pseudonym, Clip).join(
             Annotator, Annotator.id == HumanGuess.annotator_id).join(Clip, Clip.id == HumanGuess.clip_id)).all()
@@ -161,7 +169,7 @@ def guess_records(store: Store) -> pd.DataFrame:
             "predicted_city": g.city or city, "predicted_country": g.country or country,
             "predicted_continent": g.continent or continent, "refused": False,
         })
-    return pd.DataFrame(records)
+    return records
 
 
 def _dataset_sizes(store: Store) -> dict[int, int]:
@@ -184,9 +192,12 @@ def human_leaderboard(store: Store, profile: str = "agl1k", *, ci: bool = False,
     from workbench.metrics.aliased import accepted_answers, applies
     from workbench.metrics.intervals import bootstrap_intervals
 
-    records = guess_records(store)
-    if records.empty:
+    guesses = _guess_rows(store)
+    if not guesses:
         return []
+    import pandas as pd
+
+    records = pd.DataFrame(guesses)
     accepted = None
     if applies(aliases):
         # A guess is measured from its clip's position, which each record carries.
@@ -212,6 +223,21 @@ def human_leaderboard(store: Store, profile: str = "agl1k", *, ci: bool = False,
     return rows
 
 
+def human_rows(store: Store, profile: str, columns: Any = None, *, ci: bool = False, bootstrap: int = 2000,
+               seed: int = 0, aliases: AliasTable | None = None) -> list[dict[str, Any]]:
+    """The human localizers' leaderboard rows (per annotator and pooled, with their ``profile``;
+    ``both``: one row per profile), as :func:`with_human_rows` appends them; with ``columns``
+    (the leaderboard's), each row has exactly those keys, NaN where a human row has no value."""
+    profiles = ("agl1k", "iso") if profile == "both" else (profile,)
+    rows = []
+    for name in profiles:
+        for row in human_leaderboard(store, name, ci=ci, bootstrap=bootstrap, seed=seed, aliases=aliases):
+            rows.append({**row, "profile": name})
+    if columns is not None and len(columns):
+        rows = [{column: row.get(column, math.nan) for column in columns} for row in rows]
+    return rows
+
+
 def with_human_rows(frame: Any, store: Store, profile: str, *, ci: bool = False, bootstrap: int = 2000,
                     seed: int = 0, aliases: AliasTable | None = None) -> Any:
     """The leaderboard ``frame`` with the human localizers' rows appended (per annotator and pooled).
@@ -220,15 +246,11 @@ def with_human_rows(frame: Any, store: Store, profile: str, *, ci: bool = False,
     so their rows sit in the same table; ``profile`` is the leaderboard's (``both``: one row per
     profile). Without guesses the frame comes back unchanged.
     """
-    import pandas as pd
-
-    profiles = ("agl1k", "iso") if profile == "both" else (profile,)
-    rows = []
-    for name in profiles:
-        for row in human_leaderboard(store, name, ci=ci, bootstrap=bootstrap, seed=seed, aliases=aliases):
-            rows.append({**row, "profile": name})
+    rows = human_rows(store, profile, ci=ci, bootstrap=bootstrap, seed=seed, aliases=aliases)
     if not rows:
         return frame
+    import pandas as pd
+
     humans = pd.DataFrame(rows)
     columns = list(frame.columns) if len(frame.columns) else list(humans.columns)
     humans = humans.reindex(columns=columns)
