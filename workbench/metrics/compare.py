@@ -72,9 +72,10 @@ def compare_models(
     InputError
         The models share no clip.
     """
-    from workbench.metrics.service import _alias_accepted, _check_profile, _metric_records
+    from workbench.metrics.records import alias_accepted, metric_records
+    from workbench.metrics.service import check_profile
 
-    _check_profile(profile)
+    check_profile(profile)
     if model_a == model_b:
         raise AglwError(f"--models names {model_a!r} twice; compare two different models")
     chosen = list(metrics) if metrics else list(COMPARED_KEYS)
@@ -83,7 +84,7 @@ def compare_models(
         raise AglwError(f"--metric {', '.join(unknown)}: use any of {', '.join(COMPARED_KEYS)}")
     if bootstrap < 1:
         raise AglwError(f"--bootstrap {bootstrap}: at least one resample is needed")
-    records = _metric_records(store, human_sounds=False, question_ids=True)
+    records = metric_records(store, human_sounds=False, question_ids=True)
     missing = [m for m in (model_a, model_b) if m not in records.models]
     if missing:
         known = ", ".join(records.models) or "none imported yet"
@@ -102,7 +103,7 @@ def compare_models(
     for index in range(2):
         order = np.array([rows_of[index][key] for key in common], dtype=np.int64)
         part = {name: values[order] for name, values in records.columns.items()}
-        inputs = metric_inputs(part, (profile,), alias_accepted=_alias_accepted(store, part, aliases))
+        inputs = metric_inputs(part, (profile,), alias_accepted=alias_accepted(store, part, aliases))
         terms.append(row_terms(inputs, profile))
         for kind in ("country", "continent"):
             if f"{profile}_{kind}_alias" in inputs.columns:
