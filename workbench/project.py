@@ -130,19 +130,6 @@ def latest_curation_run_id(session: Session, *, before: int | None = None) -> in
 STANDING, SUPERSEDED, EARLIER_RUN = "standing", "superseded", "earlier run"
 
 
-def answered_alm_runs(session: Session) -> list[tuple[int, str]]:
-    """The ALM runs that hold at least one answer, as ``(run id, model)`` ordered by model.
-
-    The one rule for "which ALMs can be judged or fitted": a run the provider refused (401/403/404)
-    keeps its failed job for the record, but without an answer it is no model to choose, and it
-    must not make "the only imported ALM" ambiguous.
-    """
-    answered = select(Prediction.alm_run_id).distinct()
-    rows = session.execute(select(AlmRun.id, AlmRun.model).where(col(AlmRun.id).in_(answered))
-                           .order_by(AlmRun.model)).all()
-    return [(int(run_id), str(model)) for run_id, model in rows]
-
-
 def unanswered_alm_run_text(session: Session, model: str) -> str | None:
     """Why the run named ``model`` cannot be chosen when it exists without answers, else None."""
     run_id = session.execute(select(AlmRun.id).where(AlmRun.model == model)).scalar()

@@ -273,7 +273,8 @@ def test_threads_are_not_left_behind(alm) -> None:  # type: ignore[no-untyped-de
 
 def test_a_refused_run_keeps_its_job_but_is_no_model_to_judge_or_fit(store, monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """A run the provider refused (401/403/404) records its failed job, but it holds no answer:
-    `judge` and `fit` neither list it nor count it when they choose the only ALM."""
+    `judge` and `fit` neither list it nor count it when they choose the only ALM; the model
+    lists and the leaderboard do not show it."""
     from workbench.attribution.inputs import resolve_alm_run
     from workbench.curation.inputs import choose_alm_run
     from workbench.errors import AglwError
@@ -292,3 +293,7 @@ def test_a_refused_run_keeps_its_job_but_is_no_model_to_judge_or_fit(store, monk
     assert choose_alm_run(store, None)[1] == "alm-x"
     with pytest.raises(AglwError, match="refused-model.*no answers"):
         choose_alm_run(store, "refused-model")
+    from workbench.metrics.service import leaderboard_rows, model_names
+
+    assert model_names(store) == ["alm-x"]  # the cockpit's model lists
+    assert [row["model"] for row in leaderboard_rows(store).rows] == ["alm-x"]

@@ -42,14 +42,15 @@ class ClipSelection:
 
 
 def resolve_alm_run(session: Session, alm_model: str | None) -> AlmRun:
-    """The ALM run named ``alm_model``, or the only one with answers (:func:`workbench.project.answered_alm_runs`).
+    """The ALM run named ``alm_model``, or the only one with answers (:func:`workbench.metrics.records.answered_alm_runs`).
 
     Raises
     ------
     AglwError
         No run of that name, none imported, or several and no name given.
     """
-    from workbench.project import answered_alm_runs, unanswered_alm_run_text
+    from workbench.metrics.records import answered_alm_runs
+    from workbench.project import unanswered_alm_run_text
 
     answered = answered_alm_runs(session)
     if alm_model is not None:

@@ -35,6 +35,20 @@ RECORD_COLUMNS = (*TRUE_FIELDS, *PREDICTED_FIELDS, "distance_error_km")
 COORDINATES = ("true_latitude", "true_longitude", "predicted_latitude", "predicted_longitude")
 
 
+def answered_alm_runs(session: Any) -> list[tuple[int, str]]:
+    """The ALM runs that hold at least one answer, as ``(run id, model)`` ordered by model.
+
+    The one rule for "which ALMs are models" (the metrics' model list, the models `judge` and
+    `fit` choose from): a run the provider refused (401/403/404) keeps its failed job for the
+    record, but without an answer it is no model, and it must not make "the only imported ALM"
+    ambiguous.
+    """
+    answered = select(Prediction.alm_run_id).distinct()
+    rows = session.execute(select(AlmRun.id, AlmRun.model).where(AlmRun.id.in_(answered))  # type: ignore[union-attr]
+                           .order_by(AlmRun.model)).all()
+    return [(int(run_id), str(model)) for run_id, model in rows]
+
+
 def _remeasured(session: Any, model: str | None = None) -> dict[int, float]:
     """Prediction id -> distance error (km, NaN when undefined) of the rows whose stored
     distance was not measured from their clip's position: the record states another true

@@ -11,7 +11,7 @@ import numpy as np
 from sqlalchemy import select
 
 from storage import Store
-from storage.models import AlmRun, Clip
+from storage.models import Clip
 from workbench.errors import AglwError
 from workbench.metrics.aggregate import map_pairs, map_values, metric_inputs, metrics_of
 from workbench.metrics.continents import continent_of_iso
@@ -25,6 +25,7 @@ from workbench.metrics.core import (
 from workbench.metrics.records import (
     MetricRecords,
     alias_accepted,
+    answered_alm_runs,
     metric_records,
     object_array,
     record_columns,
@@ -51,9 +52,9 @@ NO_CONTINENT = "(missing)"
 
 
 def model_names(store: Store) -> list[str]:
-    """Names of the models with imported predictions, alphabetically."""
+    """Names of the models with answers stored, alphabetically (:func:`~workbench.metrics.records.answered_alm_runs`)."""
     with store.session() as session:
-        return list(session.execute(select(AlmRun.model).order_by(AlmRun.model)).scalars())
+        return [model for _, model in answered_alm_runs(session)]
 
 
 def prediction_records(store: Store, model: str | None = None) -> pd.DataFrame:
