@@ -213,7 +213,12 @@ def metrics_cmd(
     ),
     aliases: Optional[str] = typer.Option(None, "--aliases", help=_ALIASES_HELP),
 ) -> None:
-    """Leaderboard metrics for one model (with the country alias table, if there is one)."""
+    """Leaderboard metrics for one model.
+
+    With a country alias table (country_aliases.toml in the configuration folder, or --aliases),
+    an answer naming the country a clip's position lies in counts as correct where the table
+    accepts the stated country covering it; the output says how many answers that changed.
+    """
     _check_choice(profile, PROFILES, "--profile")
     app = app_context(ctx)
     from workbench.country_aliases import alias_table
@@ -310,7 +315,12 @@ def leaderboard_cmd(
     models: Optional[str] = typer.Option(None, "--models", help="Only these models: A,B,... (default: all)."),
     aliases: Optional[str] = typer.Option(None, "--aliases", help=_ALIASES_HELP),
 ) -> None:
-    """Table for all imported models (with the country alias table, if there is one)."""
+    """Table for all imported models.
+
+    With a country alias table (country_aliases.toml in the configuration folder, or --aliases),
+    an answer naming the country a clip's position lies in counts as correct where the table
+    accepts the stated country covering it; the output says how many answers that changed.
+    """
     _check_choice(profile, (*PROFILES, "both"), "--profile")
     from workbench.metrics.service import GROUP_BY_OPTIONS, leaderboard_rows
 
@@ -379,7 +389,12 @@ def compare_cmd(
     seed: int = typer.Option(0, "--seed", help="Seed of the paired bootstrap."),
     aliases: Optional[str] = typer.Option(None, "--aliases", help=_ALIASES_HELP),
 ) -> None:
-    """Paired comparison of two models on the clips both answered (with the country alias table, if there is one)."""
+    """Paired comparison of two models on the clips both answered.
+
+    With a country alias table (country_aliases.toml in the configuration folder, or --aliases),
+    an answer naming the country a clip's position lies in counts as correct where the table
+    accepts the stated country covering it; the output says how many answers that changed.
+    """
     _check_choice(profile, PROFILES, "--profile")
     names = [m.strip() for m in models.split(",") if m.strip()]
     if len(names) != 2:
