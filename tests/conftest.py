@@ -29,6 +29,16 @@ def _isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: p
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
 
 
+@pytest.fixture(autouse=True)
+def _collector_walks_everything_again() -> Iterator[None]:
+    """A review window built by a test freezes the objects alive then (ui/heap.py); after the
+    test they go back to the cycle collector, so one test's windows do not outlive the suite."""
+    yield
+    import gc
+
+    gc.unfreeze()
+
+
 @pytest.fixture
 def shared_dir() -> Path:
     """``../shared`` beside the checkout; integration tests skip when it is absent."""

@@ -42,6 +42,7 @@ from ui.cockpit import Cockpit, install_cockpit
 from ui.error_modes_panel import install_error_modes
 from ui.evidence import ClipInfoPanel, ClipPanel, ReasoningView, TagsPanel, plain_label
 from ui.events_panel import install_events_panel
+from ui.heap import exclude_from_collections
 from ui.cockpit.guess_mode import install_guess_mode
 from ui.docking import DockHost
 from ui.player import PlayerView
@@ -194,6 +195,9 @@ class MainWindow(ClipViewMixin, EditsMixin, ProjectsMixin, DialogsMixin, QMainWi
         self.guess_mode = install_guess_mode(self.session, self.cockpit.map, self.review_menu,
                                              lambda: self.cockpit.show("map"))
         self.visibility.subscribe(self._visibility_changed)
+        # The window and everything it was built with live as long as it: a full collection
+        # walking them during the first clip's open cost that open ~150 ms (ui/heap.py).
+        exclude_from_collections()
 
     # ------------------------------------------------------------------ the session
 
