@@ -22,7 +22,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from concurrent.futures import ALL_COMPLETED, FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -35,7 +35,6 @@ Outcome = TypeVar("Outcome")
 Reply = TypeVar("Reply")
 
 _WAIT_S = 0.2
-_GATHER_S = 0.05  # how long answers are gathered into one write
 _LOCK_RETRY_S = 1.0
 
 
@@ -362,10 +361,11 @@ class Campaign(Generic[Item, Outcome]):
                     done, _ = wait(in_flight, timeout=_WAIT_S, return_when=FIRST_COMPLETED)
                     if not done:
                         continue
-                    if len(done) < len(in_flight):
-                        # Group commit: what arrives within a moment goes into the same transaction.
-                        wait(set(in_flight) - done, timeout=_GATHER_S, return_when=ALL_COMPLETED)
-                        done = {future for future in in_flight if future.done()}
+                    # What has ended by now is stored in one transaction. No slot is refilled before
+                    # it is stored and reported (a cancel after k items leaves only the requests in
+                    # flight), so nothing waits for more answers to gather: with the 50 ms gather
+                    # the freed workers idled and an ALM run took 1.4 x the bare SDK's time (P13).
+                    done = {future for future in in_flight if future.done()}
                     outcomes: list[Outcome] = []
                     stored_items: list[Item] = []
                     for future in done:
