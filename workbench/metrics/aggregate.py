@@ -63,7 +63,31 @@ def _missing(values: np.ndarray) -> np.ndarray:
 def _codes(series: pd.Series | np.ndarray) -> tuple[np.ndarray, list[Any]] | None:
     """Integer codes and distinct values (in order of first appearance; missing values carry
     code -1) of a text column; None when it holds anything but text and missing values
-    (hashing would merge 1, 1.0 and True, whose text differs)."""
+    (hashing would merge 1, 1.0 and True, whose text differs).
+
+    Where pandas is loaded already (the cockpit, an import, `--by`), its C factorizer gives the
+    same codes about 3 x faster (bench P12: 17 ms of a 23,104-row leaderboard); `aglw metrics`
+    and `aglw leaderboard` do not load pandas for it (start-up, bench P11)."""
+    pandas = sys.modules.get("pandas")
+    if pandas is not None:
+        return _codes_with_pandas(series, pandas)
+    return _codes_in_python(series)
+
+
+def _codes_with_pandas(series: pd.Series | np.ndarray, pandas: Any) -> tuple[np.ndarray, list[Any]] | None:
+    """:func:`_codes` through ``pandas.factorize`` (its missing markers are those of ``pd.isna``)."""
+    try:
+        codes, uniques = pandas.factorize(series, use_na_sentinel=True)
+    except TypeError:  # unhashable values
+        return None
+    distinct = list(uniques)
+    if not all(isinstance(value, str) for value in distinct):
+        return None
+    return codes.astype(np.intp, copy=False), distinct
+
+
+def _codes_in_python(series: pd.Series | np.ndarray) -> tuple[np.ndarray, list[Any]] | None:
+    """:func:`_codes` without pandas."""
     items = series.tolist()
     try:
         # Checked on the distinct values: cheaper than on every row.
