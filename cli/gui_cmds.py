@@ -77,14 +77,19 @@ def register(app: typer.Typer) -> None:
         from cli.context import check_choice
 
         check_choice(view, SCREENSHOT_VIEWS, "--view")
-        path = _ui_screenshot().render_screenshot(
+        path, (drawn_w, drawn_h) = _ui_screenshot().render_screenshot(
             require_project(context.db), clip, out, (width, height), annotator=context.annotator, view=view,
             overwrite=force,
         )
+        if (drawn_w, drawn_h) != (width, height):
+            # The JSON and the line name the picture's real size; this says why it differs.
+            say(f"the {view} view cannot be {width}x{height}: its smallest size is {drawn_w}x{drawn_h}, "
+                "so the picture has that size")
         if context.json:
-            emit_json({"clip": clip, "out": str(path), "width": width, "height": height, "view": view})
+            emit_json({"clip": clip, "out": str(path), "width": drawn_w, "height": drawn_h, "view": view,
+                       "size_asked": [width, height]})
         else:
-            show(f"wrote {path}")
+            show(f"wrote {path} ({drawn_w}x{drawn_h})")
 
     @app.command("demo")
     def demo(

@@ -32,8 +32,14 @@ def _show_view(window, view: str, size: tuple[int, int]):  # type: ignore[no-unt
 
 
 def render_screenshot(db: str, clip_key: str, out: Path, size: tuple[int, int] = (1600, 1000),
-                      annotator: str | None = None, view: str = "review", *, overwrite: bool = False) -> Path:
-    """Open ``clip_key`` of project ``db`` in the main window and save ``window.grab()`` as PNG.
+                      annotator: str | None = None, view: str = "review", *,
+                      overwrite: bool = False) -> tuple[Path, tuple[int, int]]:
+    """Open ``clip_key`` of project ``db`` in the main window and save ``window.grab()`` as PNG;
+    returns the file and the size of the picture written.
+
+    The picture has the size asked unless the view cannot be that small (the review window's
+    docks give it a minimum size): then it has the smallest size the view takes, and the size
+    returned says so.
 
     The clip's audio is loaded synchronously so the picture shows the spectrogram and
     direction view; nothing is played (a silent sink). ``view`` (one of the CLI's ``--view`` choices)
@@ -70,7 +76,7 @@ def render_screenshot(db: str, clip_key: str, out: Path, size: tuple[int, int] =
         with output_file(out, force=overwrite, suffix=".png") as temporary:
             if not picture.save(str(temporary), "PNG"):
                 raise AglwError(f"{out}: could not write the PNG; check the folder is writable and has space")
-        return out
+        return out, (picture.width(), picture.height())
     finally:
         if window is not None:
             window.shutdown()
