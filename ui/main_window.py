@@ -97,9 +97,13 @@ class MainWindow(ClipViewMixin, EditsMixin, ProjectsMixin, DialogsMixin, QMainWi
         *,
         player: Player | None = None,
         force_sync: bool = False,
+        remember_layout: bool = True,
     ) -> None:
         super().__init__()
         self.settings = open_settings()
+        # A window that does not remember (`aglw screenshot`) starts from the default layout at
+        # the size it is given and leaves the reviewer's remembered layout as it was.
+        self.remember_layout = remember_layout
         from workbench.studies.planning import plan_for_annotator
 
         # What may be shown is the policy's alone (blind mode, the plan's blind flag, guess mode,
@@ -172,12 +176,12 @@ class MainWindow(ClipViewMixin, EditsMixin, ProjectsMixin, DialogsMixin, QMainWi
         self._show_modes()
         self.statusBar().showMessage(f"annotator {annotator.name}")
 
-        geometry = self.settings.value("geometry")
+        geometry = self.settings.value("geometry") if remember_layout else None
         if geometry is not None:
             self.restoreGeometry(geometry)
         else:
             self.resize(1500, 950)
-        state = self.settings.value("window_state")
+        state = self.settings.value("window_state") if remember_layout else None
         # Without a remembered layout the docks are sized on the first show, when the window
         # has its real size (sizes given before that are not kept).
         self._layout_pending = state is None or not self.restoreState(state)
@@ -402,7 +406,8 @@ class MainWindow(ClipViewMixin, EditsMixin, ProjectsMixin, DialogsMixin, QMainWi
         self.loader.shutdown()
         self.stop_live_detail()
         self.player_view.shutdown()
-        self.settings.setValue("geometry", self.saveGeometry())
-        self.settings.setValue("window_state", self.saveState())
-        self.settings.sync()
+        if self.remember_layout:
+            self.settings.setValue("geometry", self.saveGeometry())
+            self.settings.setValue("window_state", self.saveState())
+            self.settings.sync()
         self.cockpit.shutdown()

@@ -47,7 +47,8 @@ def render_screenshot(db: str, clip_key: str, out: Path, size: tuple[int, int] =
     jobs, team) or the guess mode's map instead, with the clip open; ``events`` and ``error-modes``
     save the review window with that panel in front.
 
-    Rendering writes nothing to the project: the window sees it as ``annotator`` when that
+    The window has the default layout (a layout remembered by ``aglw gui`` is neither used nor
+    changed). Rendering writes nothing to the project: the window sees it as ``annotator`` when that
     expert exists, else as a viewer who is not stored (no annotator row is added). An existing
     ``out`` is refused unless ``overwrite``.
     """
@@ -62,7 +63,8 @@ def render_screenshot(db: str, clip_key: str, out: Path, size: tuple[int, int] =
         info = LabelService(store).find_annotator(annotator) if annotator else None
         if info is None:
             info = AnnotatorInfo(id=-1, name=annotator or "screenshot", role="expert", pseudonym="viewer")
-        window = MainWindow(store, info, player=Player(NullSink()), force_sync=True)
+        # The default layout at the size asked; the reviewer's remembered layout is neither used nor changed.
+        window = MainWindow(store, info, player=Player(NullSink()), force_sync=True, remember_layout=False)
         window.resize(*size)
         window.show()
         window.open_clip(window.review.clip_id_for_key(clip_key))

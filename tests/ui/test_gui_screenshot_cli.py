@@ -121,3 +121,23 @@ def test_every_view_the_screenshot_offers_renders(qapp, demo_db, tmp_path, capsy
         if (image.width(), image.height()) != (800, 600):
             assert image.width() >= 800 and image.height() >= 600, view
             assert f"cannot be 800x600: its smallest size is {image.width()}x{image.height()}" in captured.err
+
+
+def test_a_screenshot_neither_uses_nor_changes_the_remembered_layout(qapp, demo_db, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """A screenshot at 800x600 once saved its layout, and `aglw gui` and the next screenshot
+    restored it: docks squeezed, the Evidence tabs cut, a stray title over the menu bar."""
+    from PySide6.QtCore import QByteArray
+
+    from ui.main_window import open_settings
+
+    settings = open_settings()
+    settings.setValue("window_state", QByteArray(b"the reviewer's layout"))
+    settings.setValue("geometry", QByteArray(b"the reviewer's geometry"))
+    settings.sync()
+    first, second = tmp_path / "a.png", tmp_path / "b.png"
+    assert main(["--db", str(demo_db), "screenshot", "--clip", "DEMO-0001", "--out", str(first), "--size", "800x600"]) == 0
+    assert main(["--db", str(demo_db), "screenshot", "--clip", "DEMO-0001", "--out", str(second)]) == 0
+    settings = open_settings()
+    assert bytes(settings.value("window_state")) == b"the reviewer's layout"
+    assert bytes(settings.value("geometry")) == b"the reviewer's geometry"
+    assert QImage(str(second)).width() == 1600  # the default size, not the one remembered from the first
