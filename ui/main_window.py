@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt, SignalInstance
+from PySide6.QtCore import QSettings, Qt, QTimer, SignalInstance
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShowEvent
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -183,8 +183,10 @@ class MainWindow(ClipViewMixin, EditsMixin, ProjectsMixin, DialogsMixin, QMainWi
             self.resize(1500, 950)
         state = self.settings.value("window_state") if remember_layout else None
         # Without a remembered layout the docks are sized on the first show, when the window
-        # has its real size (sizes given before that are not kept).
-        self._layout_pending = state is None or not self.restoreState(state)
+        # has its real size (sizes given before that are not kept). A remembered one is restored
+        # once every dock exists and the Events dock sits in its tab (below).
+        self._layout_pending = True
+        self._saved_state = state
         self.reload_rows()
         self.cockpit: Cockpit = install_cockpit(self.session, self.dock_host, anchor=grid_dock,
                                                 project_menu=self.project_menu,
@@ -199,6 +201,11 @@ class MainWindow(ClipViewMixin, EditsMixin, ProjectsMixin, DialogsMixin, QMainWi
         self.guess_mode = install_guess_mode(self.session, self.cockpit.map, self.review_menu,
                                              lambda: self.cockpit.show("map"))
         self.visibility.subscribe(self._visibility_changed)
+        if state is not None:
+            # After the events panel's deferred tab (one turn of the event loop): restored before
+            # the cockpit's and the Events docks existed, the layout left a stray copy of the
+            # Evidence tab bar over the menu bar and the Evidence dock squeezed.
+            QTimer.singleShot(0, self, self._restore_saved_layout)
         # The window and everything it was built with live as long as it: a full collection
         # walking them during the first clip's open cost that open ~150 ms (ui/heap.py).
         exclude_from_collections()
@@ -363,6 +370,11 @@ class MainWindow(ClipViewMixin, EditsMixin, ProjectsMixin, DialogsMixin, QMainWi
 
     def show_status(self, message: str) -> None:
         self.statusBar().showMessage(message, 10_000)
+
+    def _restore_saved_layout(self) -> None:
+        if self._saved_state is not None and self.restoreState(self._saved_state):
+            self._layout_pending = False
+        self._saved_state = None
 
     def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt override
         super().showEvent(event)
