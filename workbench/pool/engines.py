@@ -8,7 +8,8 @@ The engine only decides *where* the same function runs; it yields the results to
 shards (lists of rows), and the caller stores each shard in one transaction. So both engines give
 the same rows, and an interrupted job resumes from what was stored.
 
-Ray is the optional extra ``[scale]``. It is imported only here, only when asked for.
+Ray is the optional extra ``[scale]``. It is imported only in `workbench/pool/` (here, `tagging.py`,
+`alm.py`), only when an executor of it is built.
 """
 
 from __future__ import annotations
