@@ -130,15 +130,6 @@ def latest_curation_run_id(session: Session, *, before: int | None = None) -> in
 STANDING, SUPERSEDED, EARLIER_RUN = "standing", "superseded", "earlier run"
 
 
-def unanswered_alm_run_text(session: Session, model: str) -> str | None:
-    """Why the run named ``model`` cannot be chosen when it exists without answers, else None."""
-    run_id = session.execute(select(AlmRun.id).where(AlmRun.model == model)).scalar()
-    if run_id is None or session.execute(select(Prediction.id).where(Prediction.alm_run_id == run_id).limit(1)).first():
-        return None
-    return (f"the ALM run {model!r} holds no answers yet (its `aglw alm run` stopped before any was stored); "
-            "run it again, or choose another with --alm")
-
-
 def judgment_standing(
     rows: Iterable[tuple[int, int, str, int | None, int, str | None]], *, per_alm: bool = True
 ) -> dict[int, str]:

@@ -49,8 +49,7 @@ def resolve_alm_run(session: Session, alm_model: str | None) -> AlmRun:
     AglwError
         No run of that name, none imported, or several and no name given.
     """
-    from workbench.metrics.records import answered_alm_runs
-    from workbench.project import unanswered_alm_run_text
+    from workbench.metrics.records import answered_alm_runs, unanswered_alm_run_text
 
     answered = answered_alm_runs(session)
     if alm_model is not None:

@@ -94,8 +94,7 @@ class FitInputs:
 
 def choose_alm_run(store: Store, alm_model: str | None) -> tuple[int, str]:
     """The ALM run a fit uses (see the module notes); a handled error when ambiguous."""
-    from workbench.metrics.records import answered_alm_runs
-    from workbench.project import unanswered_alm_run_text
+    from workbench.metrics.records import answered_alm_runs, unanswered_alm_run_text
 
     with store.session() as s:
         # ordered by id as before: the ambiguity message lists the runs in the order they came

@@ -49,6 +49,15 @@ def answered_alm_runs(session: Any) -> list[tuple[int, str]]:
     return [(int(run_id), str(model)) for run_id, model in rows]
 
 
+def unanswered_alm_run_text(session: Any, model: str) -> str | None:
+    """Why the run named ``model`` cannot be chosen when it exists without answers, else None."""
+    run_id = session.execute(select(AlmRun.id).where(AlmRun.model == model)).scalar()
+    if run_id is None or session.execute(select(Prediction.id).where(Prediction.alm_run_id == run_id).limit(1)).first():
+        return None
+    return (f"the ALM run {model!r} holds no answers yet (its `aglw alm run` stopped before any was stored); "
+            "run it again, or choose another with --alm")
+
+
 def _remeasured(session: Any, model: str | None = None) -> dict[int, float]:
     """Prediction id -> distance error (km, NaN when undefined) of the rows whose stored
     distance was not measured from their clip's position: the record states another true
