@@ -81,9 +81,15 @@ def _install_sqlite_pragmas(engine: Engine, busy_timeout_s: float) -> None:
     @event.listens_for(engine, "begin")
     def _on_begin(conn) -> None:  # type: ignore[no-untyped-def]
         if _immediate.get():
-            # Every write sets its own wait, so a short one never outlives its transaction.
+            # Every write sets its own wait, so a short one never outlives its transaction; the
+            # pragma is sent only when the wait differs from the connection's current one (a
+            # campaign stores a group of answers per transaction, and each statement costs CPU).
             wait_ms = _wait_ms.get()
-            conn.exec_driver_sql(f"PRAGMA busy_timeout={default_ms if wait_ms is None else wait_ms}")
+            wait_ms = default_ms if wait_ms is None else wait_ms
+            info = conn.connection.info
+            if info.get("busy_timeout_ms") != wait_ms:
+                conn.exec_driver_sql(f"PRAGMA busy_timeout={wait_ms}")
+                info["busy_timeout_ms"] = wait_ms
             conn.exec_driver_sql("BEGIN IMMEDIATE")
         else:
             conn.exec_driver_sql("BEGIN")

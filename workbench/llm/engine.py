@@ -352,19 +352,26 @@ class Campaign(Generic[Item, Outcome]):
         error: BaseException | None = None
         with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="llm") as pool:
             try:
-                while in_flight or (queue and not self.halted):
-                    while queue and not self.halted and len(in_flight) < self.concurrency:
+                def refill(slots: int) -> None:
+                    while queue and not self.halted and len(in_flight) < slots:
                         item = queue.popleft()
                         in_flight[pool.submit(self._work, item)] = item
+
+                while in_flight or (queue and not self.halted):
+                    refill(self.concurrency)
                     if not in_flight:
                         break
                     done, _ = wait(in_flight, timeout=_WAIT_S, return_when=FIRST_COMPLETED)
                     if not done:
                         continue
-                    # What has ended by now is stored in one transaction. No slot is refilled before
-                    # it is stored and reported (a cancel after k items leaves only the requests in
-                    # flight), so nothing waits for more answers to gather: with the 50 ms gather
-                    # the freed workers idled and an ALM run took 1.4 x the bare SDK's time (P13).
+                    # What has ended by now is stored in one transaction; nothing waits for more to
+                    # gather. The freed slots are refilled before storing, so the workers ask while
+                    # this thread stores: waiting for the store first, or gathering, idled them and
+                    # made an ALM run up to 1.4 x the bare SDK's time (P13). At concurrency 1 the run
+                    # is strictly sequential instead: the next request is sent only after the last
+                    # answer is stored and reported, so a cancel raised while reporting leaves
+                    # nothing in flight. (A cancel never stops a request already sent: its answer
+                    # is paid for and is stored.)
                     done = {future for future in in_flight if future.done()}
                     outcomes: list[Outcome] = []
                     stored_items: list[Item] = []
@@ -384,6 +391,8 @@ class Campaign(Generic[Item, Outcome]):
                             continue
                         outcomes.append(outcome)
                         stored_items.append(item)
+                    if self.concurrency > 1:
+                        refill(self.concurrency)
                     self.store(outcomes, stored_items)
                     self._announce(outcomes)
             except BaseException as exc:
