@@ -8,8 +8,21 @@ lacks, and the country of a human localizer's guess.
 from __future__ import annotations
 
 import contextlib
+import math
 import sys
 import warnings
+from typing import Any
+
+
+def is_position(latitude: Any, longitude: Any) -> bool:
+    """Whether (latitude, longitude) in degrees is a place on the globe the gazetteer can look up:
+    finite numbers, |latitude| <= 90 and |longitude| <= 180. The one rule for every lookup (the
+    location check of the curation, the country alias of the metrics)."""
+    try:
+        lat, lon = float(latitude), float(longitude)
+    except (TypeError, ValueError):
+        return False
+    return math.isfinite(lat) and math.isfinite(lon) and abs(lat) <= 90 and abs(lon) <= 180
 
 
 def reverse_geocode(coordinates: list[tuple[float, float]]) -> list[dict[str, str]]:

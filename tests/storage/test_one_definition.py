@@ -260,3 +260,25 @@ def test_clips_show_prints_the_distance_from_the_clip(store, sqlite_path, tmp_pa
     assert main(["--db", str(sqlite_path), "clips", "show", "essaouira"]) == 0
     expected = _km(31.5085, -9.7595, 31.5175, -9.7595)
     assert f"{expected:,.1f} km from the clip" in capsys.readouterr().out
+
+
+def test_one_rule_says_which_positions_the_gazetteer_looks_up() -> None:
+    """workbench.gazetteer.is_position is the rule (finite, |lat| <= 90, |lon| <= 180); the location
+    check and the metrics' country aliases ask it. A module that states the range check again beside
+    a lookup (the form both had before) is a second rule and fails here."""
+    import re
+    from pathlib import Path
+
+    from workbench.gazetteer import is_position
+
+    assert is_position(90, -180) and is_position("45.5", "4.8")
+    assert not any(is_position(*p) for p in [(90.5, 0), (0, 180.5), (float("nan"), 0), (0, float("inf")),
+                                             (None, 0), ("north", 0)])
+    root = Path(__file__).resolve().parents[2]
+    stated = re.compile(r"abs\([^)]*\)\s*\)?\s*<=\s*90\b.*abs\([^)]*\)\s*\)?\s*<=\s*180\b")
+    offenders = [f"{path.relative_to(root)}:{number}"
+                 for folder in ("workbench", "ui", "cli")
+                 for path in sorted((root / folder).rglob("*.py")) if path.name != "gazetteer.py"
+                 for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+                 if stated.search(line)]
+    assert not offenders, offenders

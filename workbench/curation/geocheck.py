@@ -24,7 +24,7 @@ from sqlalchemy import select
 from storage import Store
 from storage.models import Clip, Dataset
 from workbench.country_aliases import CountryAlias, alias_for, load_country_aliases
-from workbench.gazetteer import reverse_geocode
+from workbench.gazetteer import is_position, reverse_geocode
 from workbench.metrics.core import country_iso
 
 STATUSES = ("match", "alias", "mismatch", "unknown_country", "no_coordinates")
@@ -80,7 +80,7 @@ def check_locations(
     """
     latitude = pd.to_numeric(clips["latitude"], errors="coerce").to_numpy(dtype=float)
     longitude = pd.to_numeric(clips["longitude"], errors="coerce").to_numpy(dtype=float)
-    valid = np.isfinite(latitude) & np.isfinite(longitude) & (np.abs(latitude) <= 90) & (np.abs(longitude) <= 180)
+    valid = np.array([is_position(a, o) for a, o in zip(latitude.tolist(), longitude.tolist())], dtype=bool)
     places = geocode([(float(a), float(o)) for a, o in zip(latitude[valid], longitude[valid])])
     place_of = dict(zip(np.flatnonzero(valid), places))
     results = []

@@ -92,9 +92,7 @@ def accepted_answers(
     if not rows.size:
         return accepted
     points = [(parse_coordinate(lat), parse_coordinate(lon)) for lat, lon in positions(rows)]
-    # The same validity as check locations (workbench.curation.geocheck) asks of a position.
-    country_at = _countries_at([p for p in points  # type: ignore[misc]
-                                if None not in p and abs(p[0]) <= 90 and abs(p[1]) <= 180])  # type: ignore[operator]
+    country_at = _countries_at([p for p in points if None not in p and gazetteer.is_position(*p)])  # type: ignore[misc]
     for row, point in zip(rows.tolist(), points):
         covered = country_at.get(point)
         accepted[row] = (covered is not None and covered == country_iso(predicted_country[row])
