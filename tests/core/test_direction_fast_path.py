@@ -101,7 +101,7 @@ def test_streaming_pair_pads_frames_by_the_lag_window_only(rate: int, delay_samp
     left = left.astype(np.float32)
     right = (source + 0.3 * synth.white_noise(rate, rng)).astype(np.float32)
     band = (200.0, 8000.0)
-    stream = pair._PairStream(rate, frame_s=0.1, band=band, max_tau_s=max_tau_s)
+    stream = pair.PairStream(rate, frame_s=0.1, band=band, max_tau_s=max_tau_s)
     frame_len = int(round(0.1 * rate))
     assert math.ceil(max_tau_s * rate) + 1 < stream.n_fft - frame_len < frame_len // 4
     stream.push(np.stack([left, right], axis=1))

@@ -58,3 +58,23 @@ def test_the_cli_starts_without_the_store_pandas_or_torch() -> None:
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "none", f"imported at start-up: {result.stdout.strip()}"
+
+
+def test_no_module_imports_a_private_name_of_another() -> None:
+    """A name with a leading underscore belongs to its module: another module that needs it asks
+    for a public name (issue 29 found `alm/batch.py` and the direction package importing private
+    helpers across modules). A private module (``storage/models/_base.py``) is its package's own."""
+    import ast
+
+    offenders = []
+    for folder in ("workbench", "ui", "cli", "storage", "bench"):
+        for path in sorted((REPO / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if not isinstance(node, ast.ImportFrom) or not node.module or node.level:
+                    continue
+                parts = node.module.split(".")
+                if parts[0] not in ("workbench", "ui", "cli", "storage") or parts[-1].startswith("_"):
+                    continue
+                offenders += [f"{path.relative_to(REPO)}: {node.module}.{alias.name}" for alias in node.names
+                              if alias.name.startswith("_") and not alias.name.startswith("__")]
+    assert not offenders, offenders

@@ -24,12 +24,12 @@ from workbench.audio.direction.conventions import (
     PANORAMA_LAYOUTS,
     SPEED_OF_SOUND_M_S,
     NoDirectionInformation,
-    _blocks_of,
+    blocks_of,
     fuma_to_ambix,
 )
-from workbench.audio.direction.foa import FoaFrames, Heatmap, _FoaStream
-from workbench.audio.direction.pair import _PairStream, lateral_from_itd_woodworth, lateral_from_tau_ab
-from workbench.audio.direction.peaks import _sphere_peaks, _value_peaks
+from workbench.audio.direction.foa import FoaFrames, Heatmap, FoaStream
+from workbench.audio.direction.pair import PairStream, lateral_from_itd_woodworth, lateral_from_tau_ab
+from workbench.audio.direction.peaks import sphere_peaks, value_peaks
 from workbench.errors import InputError
 
 # Sphere histogram bin of the FOA peaks (degrees).
@@ -190,13 +190,13 @@ class DirectionAnalyzer:
         if self.layout == "ab" and not (spacing_m is not None and spacing_m > 0):
             raise InputError(f"{name}: an AB (spaced pair) layout needs the microphone spacing: pass --spacing METRES")
         self.spacing_m = spacing_m
-        self._foa: _FoaStream | None = None
-        self._pair: _PairStream | None = None
+        self._foa: FoaStream | None = None
+        self._pair: PairStream | None = None
         if self.layout in FOA_LAYOUTS:
-            self._foa = _FoaStream(sample_rate, band=band, sphere_bin_deg=_SPHERE_BIN_DEG, n_azimuth_bins=heatmap_bins)
+            self._foa = FoaStream(sample_rate, band=band, sphere_bin_deg=_SPHERE_BIN_DEG, n_azimuth_bins=heatmap_bins)
         else:
             max_tau_s = 0.0009 if self.layout != "ab" else max(0.0009, 1.05 * float(spacing_m) / SPEED_OF_SOUND_M_S)
-            self._pair = _PairStream(
+            self._pair = PairStream(
                 sample_rate, frame_s=_PAIR_FRAME_S, band=band, max_tau_s=max_tau_s,
                 need_tau=self.layout not in PANORAMA_LAYOUTS,
             )
@@ -221,15 +221,15 @@ class DirectionAnalyzer:
         assert self._pair is not None
         return self._finish_pair(self._pair)
 
-    def _finish_foa(self, stream: _FoaStream) -> DirectionAnalysis:
+    def _finish_foa(self, stream: FoaStream) -> DirectionAnalysis:
         stream.finish()
         shape = (stream.n_sphere_el, stream.n_sphere_az)
-        found = _sphere_peaks(stream.sphere_hist.reshape(shape), stream.sphere_vectors.reshape((3, *shape)), _SPHERE_BIN_DEG)
+        found = sphere_peaks(stream.sphere_hist.reshape(shape), stream.sphere_vectors.reshape((3, *shape)), _SPHERE_BIN_DEG)
         peaks = tuple(DirectionPeak(p["weight"], azimuth_deg=p["azimuth_deg"], elevation_deg=p["elevation_deg"]) for p in found)
         heatmap = stream.heatmap() if stream.n_azimuth_bins is not None else None
         return DirectionAnalysis(self.layout, stream.frames(), peaks, heatmap)
 
-    def _finish_pair(self, stream: _PairStream) -> DirectionAnalysis:
+    def _finish_pair(self, stream: PairStream) -> DirectionAnalysis:
         result = stream.results()
         tau, energy, panorama = result["tau_s"], result["energy"], result["panorama"]
         if self.layout in PANORAMA_LAYOUTS:
@@ -237,7 +237,7 @@ class DirectionAnalyzer:
             valid = np.isfinite(panorama)
             peaks = tuple(
                 DirectionPeak(weight, panorama_index=index)
-                for index, weight in _value_peaks(panorama[valid], energy[valid], np.linspace(-1.0, 1.0, 41))
+                for index, weight in value_peaks(panorama[valid], energy[valid], np.linspace(-1.0, 1.0, 41))
             )
         else:
             if self.layout == "binaural":
@@ -248,7 +248,7 @@ class DirectionAnalyzer:
             valid = np.isfinite(lateral)
             peaks = tuple(
                 DirectionPeak(weight, lateral_deg=angle)
-                for angle, weight in _value_peaks(lateral[valid], energy[valid], np.linspace(-90.0, 90.0, 91))
+                for angle, weight in value_peaks(lateral[valid], energy[valid], np.linspace(-90.0, 90.0, 91))
             )
         frames = PairFrames(result["t"], lateral, result["ild_db"], panorama, energy)
         spacing = float(self.spacing_m) if self.layout == "ab" and self.spacing_m is not None else None
@@ -349,7 +349,7 @@ def analyze_samples(
     analyzer = DirectionAnalyzer(
         sample_rate, samples.shape[1], layout=layout, band=band, spacing_m=spacing_m, name=name, heatmap_bins=heatmap_bins
     )
-    return _analyze(analyzer, _blocks_of(samples, max(1, int(block_s * sample_rate))))
+    return _analyze(analyzer, blocks_of(samples, max(1, int(block_s * sample_rate))))
 
 
 def foa_heatmap_file(
@@ -370,7 +370,7 @@ def foa_heatmap_file(
     chosen = resolve_layout(path, n_channels, layout)
     if chosen not in FOA_LAYOUTS:
         raise InputError(f"{path}: the FOA heatmap needs an ambix or fuma layout, not {chosen!r}")
-    stream = _FoaStream(sample_rate, band=band, n_azimuth_bins=n_azimuth_bins, dynamic_range_db=dynamic_range_db)
+    stream = FoaStream(sample_rate, band=band, n_azimuth_bins=n_azimuth_bins, dynamic_range_db=dynamic_range_db)
     for block in blocks:
         block = block[:, :4]
         stream.push(fuma_to_ambix(block) if chosen == "fuma" else block)

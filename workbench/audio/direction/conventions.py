@@ -29,9 +29,9 @@ MONO_EXPLANATION = (
 )
 
 # Frames quieter than this mean square (about -100 dBFS) have no meaningful direction.
-_SILENCE_MEAN_SQUARE = 1e-10
+SILENCE_MEAN_SQUARE = 1e-10
 _SQRT2 = math.sqrt(2.0)
-_SQRT3 = math.sqrt(3.0)
+SQRT3 = math.sqrt(3.0)
 
 
 def _same_values(left: Any, right: Any) -> bool:
@@ -110,14 +110,14 @@ def fuma_to_ambix(samples: np.ndarray) -> np.ndarray:
     numpy.ndarray
         A new array shaped (frames, 4) in ambiX order, same dtype.
     """
-    samples = _require_foa(samples)
+    samples = require_foa(samples)
     w, x, y, z = samples.T
     return np.stack([w * _SQRT2, y, z, x], axis=1).astype(samples.dtype, copy=False)
 
 
 def ambix_to_fuma(samples: np.ndarray) -> np.ndarray:
     """Convert ambiX [W, Y, Z, X] SN3D to FuMa [W, X, Y, Z] with W scaled by 1/√2."""
-    samples = _require_foa(samples)
+    samples = require_foa(samples)
     w, y, z, x = samples.T
     return np.stack([w / _SQRT2, x, y, z], axis=1).astype(samples.dtype, copy=False)
 
@@ -128,8 +128,8 @@ def n3d_from_sn3d(samples: np.ndarray) -> np.ndarray:
     In N3D an isotropic diffuse field has an identity covariance, which is what MUSIC's
     noise-subspace model assumes.
     """
-    samples = _require_foa(samples)
-    scale = np.array([1.0, _SQRT3, _SQRT3, _SQRT3], dtype=samples.dtype)
+    samples = require_foa(samples)
+    scale = np.array([1.0, SQRT3, SQRT3, SQRT3], dtype=samples.dtype)
     return samples * scale
 
 
@@ -145,7 +145,7 @@ def ambix_steering(azimuth_deg: np.ndarray | float, elevation_deg: np.ndarray | 
     return np.stack([np.ones_like(phi), np.sin(phi) * cos_theta, np.sin(theta), np.cos(phi) * cos_theta], axis=-1)
 
 
-def _require_foa(samples: np.ndarray) -> np.ndarray:
+def require_foa(samples: np.ndarray) -> np.ndarray:
     samples = np.asarray(samples)
     if samples.ndim != 2 or samples.shape[1] != 4:
         raise ValueError(f"FOA samples must be shaped (frames, 4), got {samples.shape}")
@@ -154,7 +154,7 @@ def _require_foa(samples: np.ndarray) -> np.ndarray:
     return samples
 
 
-def _band_bins(band: tuple[float, float], sample_rate: int, n_fft: int) -> tuple[int, int]:
+def band_bins(band: tuple[float, float], sample_rate: int, n_fft: int) -> tuple[int, int]:
     """First and one-past-last rfft bin inside ``band`` (clipped to 1 .. Nyquist)."""
     low, high = float(band[0]), float(band[1])
     if not (math.isfinite(low) and math.isfinite(high)) or low < 0 or high <= low:
@@ -169,18 +169,18 @@ def _band_bins(band: tuple[float, float], sample_rate: int, n_fft: int) -> tuple
     return first, last + 1
 
 
-def _blocks_of(samples: np.ndarray, block_frames: int) -> Iterator[np.ndarray]:
+def blocks_of(samples: np.ndarray, block_frames: int) -> Iterator[np.ndarray]:
     for start in range(0, samples.shape[0], block_frames):
         yield samples[start : start + block_frames]
 
 
-def _angular_distance_deg(az1: float, el1: float, az2: float, el2: float) -> float:
+def angular_distance_deg(az1: float, el1: float, az2: float, el2: float) -> float:
     u = ambix_steering(az1, el1)[1:]
     v = ambix_steering(az2, el2)[1:]
     return float(np.degrees(np.arccos(np.clip(np.dot(u, v), -1.0, 1.0))))
 
 
-def _normalised_direction(azimuth_deg: float, elevation_deg: float) -> tuple[float, float]:
+def normalised_direction(azimuth_deg: float, elevation_deg: float) -> tuple[float, float]:
     """Map any (φ, θ) to φ ∈ [−180, 180), θ ∈ [−90, 90] via the unit vector."""
     x, y, z = ambix_steering(azimuth_deg, elevation_deg)[[3, 1, 2]]
     azimuth = math.degrees(math.atan2(y, x))

@@ -15,15 +15,15 @@ import scipy.fft
 import scipy.signal
 
 from workbench.audio.direction.conventions import (
-    _SILENCE_MEAN_SQUARE,
+    SILENCE_MEAN_SQUARE,
     ArrayRecord,
-    _SQRT3,
+    SQRT3,
     DEFAULT_BAND_HZ,
-    _angular_distance_deg,
-    _band_bins,
-    _blocks_of,
-    _normalised_direction,
-    _require_foa,
+    angular_distance_deg,
+    band_bins,
+    blocks_of,
+    normalised_direction,
+    require_foa,
     ambix_steering,
     n3d_from_sn3d,
 )
@@ -63,7 +63,7 @@ class SphereMap(ArrayRecord):
     power: np.ndarray
 
 
-class _FoaStream:
+class FoaStream:
     """Streaming FOA analysis: feed ambiX blocks of any length, collect reduced results.
 
     STFT frames start at multiples of ``hop`` from the first sample, so the result does not
@@ -91,7 +91,7 @@ class _FoaStream:
         self.sample_rate = sample_rate
         self.n_fft = n_fft
         self.hop = hop
-        self.bin_first, self.bin_stop = _band_bins(band, sample_rate, n_fft)
+        self.bin_first, self.bin_stop = band_bins(band, sample_rate, n_fft)
         # The frequency-domain window needs both neighbours of every band bin (no Nyquist bin).
         self.bin_stop = min(self.bin_stop, n_fft // 2)
         if self.bin_stop <= self.bin_first:
@@ -166,7 +166,7 @@ class _FoaStream:
         # Parseval: a white signal of mean square m gives about m·Σw² of E per one-sided bin.
         window_power = float(np.sum(self.window**2))
         mean_square = sum_e / (stft_counts * n_bins * window_power)
-        silent = mean_square < _SILENCE_MEAN_SQUARE
+        silent = mean_square < SILENCE_MEAN_SQUARE
 
         with np.errstate(invalid="ignore", divide="ignore"):
             norm = np.sqrt(sum_x**2 + sum_y**2 + sum_z**2)
@@ -271,9 +271,9 @@ def foa_frames(
     FoaFrames
         ``t`` is each analysis frame's centre in seconds.
     """
-    samples_ambix = _require_foa(samples_ambix)
-    stream = _FoaStream(sample_rate, n_fft=n_fft, hop=hop, band=band, frame_s=frame_s)
-    for block in _blocks_of(samples_ambix, max(1, int(block_s * sample_rate))):
+    samples_ambix = require_foa(samples_ambix)
+    stream = FoaStream(sample_rate, n_fft=n_fft, hop=hop, band=band, frame_s=frame_s)
+    for block in blocks_of(samples_ambix, max(1, int(block_s * sample_rate))):
         stream.push(block)
     stream.finish()
     return stream.frames()
@@ -319,8 +319,8 @@ def foa_heatmap(
     Heatmap
         ``values`` float32 shaped (n_azimuth_bins, n_frames).
     """
-    samples = _require_foa(samples)
-    stream = _FoaStream(
+    samples = require_foa(samples)
+    stream = FoaStream(
         sample_rate,
         n_fft=n_fft,
         hop=hop,
@@ -329,7 +329,7 @@ def foa_heatmap(
         n_azimuth_bins=n_azimuth_bins,
         dynamic_range_db=dynamic_range_db,
     )
-    for block in _blocks_of(samples, max(1, int(block_s * sample_rate))):
+    for block in blocks_of(samples, max(1, int(block_s * sample_rate))):
         stream.push(block)
     stream.finish()
     return stream.heatmap()
@@ -357,7 +357,7 @@ def _band_covariance(
     """
     n_fft = min(n_fft, samples_ambix.shape[0])
     hop = max(1, n_fft // 2)
-    first, stop = _band_bins(band, sample_rate, n_fft)
+    first, stop = band_bins(band, sample_rate, n_fft)
     window = scipy.signal.get_window("hann", n_fft).astype(np.float32)
     covariance = np.zeros((4, 4), dtype=np.float64)
     block_frames = max(n_fft, int(block_s * sample_rate)) // hop * hop
@@ -420,7 +420,7 @@ def foa_sphere_srp(
         ``azimuths`` from −180° (step ``grid_deg``), ``elevations`` from −90° to 90° inclusive,
         ``power`` shaped (n_el, n_az).
     """
-    samples = _require_foa(samples)
+    samples = require_foa(samples)
     window = samples[_window_slice(samples.shape[0], sample_rate, t0, t1)]
     covariance = _band_covariance(window, sample_rate, band, n_fft)
     azimuths, elevations = _sphere_grid(grid_deg)
@@ -482,12 +482,12 @@ def foa_music(
             "with 3 the one-vector noise subspace is orthogonal to a whole circle of directions, so the "
             "covariance cannot place them"
         )
-    samples = _require_foa(samples)
+    samples = require_foa(samples)
     window = n3d_from_sn3d(samples[_window_slice(samples.shape[0], sample_rate, t0, t1)])
     covariance = _band_covariance(window, sample_rate, band, n_fft)
     _, eigenvectors = np.linalg.eigh(covariance)  # ascending eigenvalues
     noise_subspace = eigenvectors[:, : 4 - n_sources]
-    n3d_scale = np.array([1.0, _SQRT3, _SQRT3, _SQRT3])
+    n3d_scale = np.array([1.0, SQRT3, SQRT3, SQRT3])
 
     def noise_projection(azimuth_deg: np.ndarray | float, elevation_deg: np.ndarray | float) -> np.ndarray:
         steering = ambix_steering(azimuth_deg, elevation_deg) * n3d_scale
@@ -505,7 +505,7 @@ def foa_music(
     min_separation = 3.0 * grid_deg
     for index in order:
         start = (float(azimuths[az_index[index]]), float(elevations[el_index[index]]))
-        if any(_angular_distance_deg(*start, az, el) < min_separation for az, el, _ in found):
+        if any(angular_distance_deg(*start, az, el) < min_separation for az, el, _ in found):
             continue
         result = scipy.optimize.minimize(
             lambda p: float(noise_projection(p[0], p[1])),
@@ -515,8 +515,8 @@ def foa_music(
                 [start, (start[0] + grid_deg, start[1]), (start[0], start[1] + grid_deg)]
             )},
         )
-        azimuth, elevation = _normalised_direction(float(result.x[0]), float(result.x[1]))
-        if any(_angular_distance_deg(azimuth, elevation, az, el) < min_separation for az, el, _ in found):
+        azimuth, elevation = normalised_direction(float(result.x[0]), float(result.x[1]))
+        if any(angular_distance_deg(azimuth, elevation, az, el) < min_separation for az, el, _ in found):
             continue
         found.append((azimuth, elevation, float(result.fun)))
         if len(found) == n_sources:

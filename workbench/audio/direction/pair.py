@@ -12,10 +12,10 @@ import scipy.fft
 import scipy.signal
 
 from workbench.audio.direction.conventions import (
-    _SILENCE_MEAN_SQUARE,
+    SILENCE_MEAN_SQUARE,
     HEAD_RADIUS_M,
     SPEED_OF_SOUND_M_S,
-    _band_bins,
+    band_bins,
 )
 
 # Two-channel frame path: threads per FFT (parallelism comes from running the direction map
@@ -75,8 +75,8 @@ def _lag_window_fft_len(frame_len: int, sample_rate: int, max_tau_s: float) -> i
 
 
 def _band_bins_or_all(band: tuple[float, float] | None, sample_rate: int, n_fft: int) -> tuple[int, int]:
-    """rfft bins the whitened cross-spectrum keeps: the band's (see :func:`_band_bins`) or all."""
-    return _band_bins(band, sample_rate, n_fft) if band is not None else (0, n_fft // 2 + 1)
+    """rfft bins the whitened cross-spectrum keeps: the band's (see :func:`band_bins`) or all."""
+    return band_bins(band, sample_rate, n_fft) if band is not None else (0, n_fft // 2 + 1)
 
 
 @functools.lru_cache(maxsize=8)
@@ -264,8 +264,8 @@ def gcc_phat_frames(
     # Chunks of frames bound the temporary spectra and keep them in cache.
     for chunk, spectra in _pair_spectra_chunks(left_frames, right_frames, window, n_fft):
         tau[chunk] = _gcc_phat_tau(spectra, n_fft, sample_rate, max_tau_s, interp, bins)
-        silent[chunk] = (_mean_square(left_frames[chunk]) < _SILENCE_MEAN_SQUARE) | (
-            _mean_square(right_frames[chunk]) < _SILENCE_MEAN_SQUARE
+        silent[chunk] = (_mean_square(left_frames[chunk]) < SILENCE_MEAN_SQUARE) | (
+            _mean_square(right_frames[chunk]) < SILENCE_MEAN_SQUARE
         )
     tau[silent] = np.nan
     times = (np.arange(left_frames.shape[0]) + 0.5) * frame_len / sample_rate
@@ -327,7 +327,7 @@ def level_panorama(
     energy_right = np.mean(np.square(right_frames, dtype=np.float64), axis=1)
     total = energy_left + energy_right
     with np.errstate(invalid="ignore", divide="ignore"):
-        index = np.where(total / 2 < _SILENCE_MEAN_SQUARE, np.nan, (energy_left - energy_right) / total)
+        index = np.where(total / 2 < SILENCE_MEAN_SQUARE, np.nan, (energy_left - energy_right) / total)
     times = (np.arange(left_frames.shape[0]) + 0.5) * frame_len / sample_rate
     return times, index
 
@@ -366,14 +366,14 @@ def _ild_from_spectra(
     first = int(math.ceil(min_freq * n_fft / sample_rate))
     power_left = _row_power(spectrum_left[:, first:])
     power_right = _row_power(spectrum_right[:, first:])
-    floor = _SILENCE_MEAN_SQUARE * n_fft * n_fft
+    floor = SILENCE_MEAN_SQUARE * n_fft * n_fft
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(
             (power_left < floor) | (power_right < floor), np.nan, 10.0 * np.log10(power_left / power_right)
         )
 
 
-class _PairStream:
+class PairStream:
     """Streaming two-channel analysis in non-overlapping frames; carries leftover samples.
 
     ``need_tau`` False skips GCC-PHAT (level-panorama layouts never use the time difference);
@@ -433,11 +433,11 @@ class _PairStream:
                 # Mean squares of exact float64 squares, chunk by chunk while the frames are in cache.
                 energy_left[chunk] = np.mean(np.square(left[chunk], dtype=np.float64), axis=1)
                 energy_right[chunk] = np.mean(np.square(right[chunk], dtype=np.float64), axis=1)
-            silent = (energy_left < _SILENCE_MEAN_SQUARE) | (energy_right < _SILENCE_MEAN_SQUARE)
+            silent = (energy_left < SILENCE_MEAN_SQUARE) | (energy_right < SILENCE_MEAN_SQUARE)
             tau[silent] = np.nan
             total = energy_left + energy_right
             with np.errstate(invalid="ignore", divide="ignore"):
-                panorama = np.where(total / 2 < _SILENCE_MEAN_SQUARE, np.nan, (energy_left - energy_right) / total)
+                panorama = np.where(total / 2 < SILENCE_MEAN_SQUARE, np.nan, (energy_left - energy_right) / total)
             self._tau.append(tau)
             self._panorama.append(panorama)
             self._ild.append(ild)

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from workbench.audio.direction.conventions import _angular_distance_deg
+from workbench.audio.direction.conventions import angular_distance_deg
 
 def azimuth_peaks(
     profile: np.ndarray,
@@ -75,7 +75,7 @@ def azimuth_peaks(
     return peaks
 
 
-def _sphere_peaks(
+def sphere_peaks(
     histogram: np.ndarray, vector_sums: np.ndarray, bin_deg: float, *, max_peaks: int = 3, min_relative: float = 0.1
 ) -> list[dict[str, float]]:
     """Peaks of an (n_el, n_az) direction histogram.
@@ -102,7 +102,7 @@ def _sphere_peaks(
         mean_vector = vector_sums[:, rows][:, :, cols].sum(axis=(1, 2))
         azimuth = math.degrees(math.atan2(mean_vector[1], mean_vector[0]))
         elevation = math.degrees(math.atan2(mean_vector[2], math.hypot(mean_vector[0], mean_vector[1])))
-        if any(_angular_distance_deg(azimuth, elevation, p["azimuth_deg"], p["elevation_deg"]) < 2 * bin_deg
+        if any(angular_distance_deg(azimuth, elevation, p["azimuth_deg"], p["elevation_deg"]) < 2 * bin_deg
                for p in peaks):
             continue
         peaks.append({"azimuth_deg": azimuth, "elevation_deg": elevation, "weight": float(block.sum() / total)})
@@ -111,7 +111,7 @@ def _sphere_peaks(
     return peaks
 
 
-def _value_peaks(values: np.ndarray, weights: np.ndarray, edges: np.ndarray) -> list[tuple[float, float]]:
+def value_peaks(values: np.ndarray, weights: np.ndarray, edges: np.ndarray) -> list[tuple[float, float]]:
     """Peaks of weighted per-frame values (non-circular), each placed at the weighted mean of
     the frames within its histogram neighbourhood rather than at a bin centre."""
     histogram, _ = np.histogram(values, bins=edges, weights=weights)
