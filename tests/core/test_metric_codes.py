@@ -45,3 +45,20 @@ def test_a_text_column_with_missing_markers_is_coded_minus_one() -> None:
     column = np.array(["b", None, "a", math.nan, "b"], dtype=object)
     for codes, distinct in (_codes_in_python(column), _codes_with_pandas(column, pd)):
         assert distinct == ["b", "a"] and codes.tolist() == [0, -1, 1, -1, 0]
+
+
+def test_the_one_missing_value_rule_counts_what_pandas_counts() -> None:
+    """The pandas-free paths ask `workbench.metrics.distance.is_missing`; where pandas hands in a
+    column, `pd.isna` would have decided. Both must say the same of every scalar a column can hold."""
+    import datetime
+    from decimal import Decimal
+
+    from workbench.metrics.distance import is_missing
+
+    values = [None, math.nan, float("inf"), 0.0, -0.0, 1, True, False, "", "nan", "None", np.nan,
+              np.float32("nan"), np.float16(1), np.int64(3), np.bool_(False), np.str_("x"), np.longdouble("nan"),
+              np.datetime64("NaT"), np.timedelta64("NaT"), pd.NA, pd.NaT, pd.Timestamp("NaT"), pd.Timedelta("NaT"),
+              Decimal("NaN"), Decimal("1.5"), complex("nan"), np.complex64("nan"), (1, 2), b"x",
+              datetime.date(2020, 1, 1)]
+    assert [is_missing(v) for v in values] == [bool(pd.isna(v)) if pd.api.types.is_scalar(v) else False
+                                              for v in values]

@@ -15,13 +15,12 @@ import math
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from workbench.metrics import core
-from workbench.metrics.distance import REFUSAL_STRINGS, is_refusal
+from workbench.metrics.distance import REFUSAL_STRINGS, is_missing, is_refusal
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -39,25 +38,12 @@ def _objects(values: list[Any]) -> np.ndarray:
     return array
 
 
-def _is_missing(value: Any) -> bool:
-    """A missing marker as pandas counts one (``pd.isna``): None, a NaN number, and pandas' own
-    markers (``pd.NA``, ``NaT``), which only a caller that loaded pandas can hand in."""
-    if value is None:
-        return True
-    if isinstance(value, (float, np.floating)):
-        return bool(value != value)
-    if isinstance(value, Decimal):
-        return value.is_nan()
-    pandas = sys.modules.get("pandas")
-    return pandas is not None and bool(pandas.api.types.is_scalar(value) and pandas.isna(value))
-
-
 def _missing(values: np.ndarray) -> np.ndarray:
-    """Per value: a missing marker (:func:`_is_missing`)."""
+    """Per value: a missing marker (:func:`workbench.metrics.distance.is_missing`, the one rule)."""
     items = values.tolist()
     if set(map(type, items)) <= {type(None), bool, int, str}:  # e.g. the stored flags: None is the one marker
         return np.array([value is None for value in items], dtype=bool)
-    return np.array([_is_missing(value) for value in items], dtype=bool)
+    return np.array([is_missing(value) for value in items], dtype=bool)
 
 
 def _codes(series: pd.Series | np.ndarray) -> tuple[np.ndarray, list[Any]] | None:
@@ -101,7 +87,7 @@ def _codes_in_python(series: pd.Series | np.ndarray) -> tuple[np.ndarray, list[A
                 if isinstance(value, str):
                     vocabulary[value] = len(distinct)
                     distinct.append(value)
-                elif _is_missing(value):
+                elif is_missing(value):
                     vocabulary[value] = -1
                 else:
                     return None
