@@ -297,3 +297,18 @@ def test_a_refused_run_keeps_its_job_but_is_no_model_to_judge_or_fit(store, monk
 
     assert model_names(store) == ["alm-x"]  # the cockpit's model lists
     assert [row["model"] for row in leaderboard_rows(store).rows] == ["alm-x"]
+
+
+def test_a_closed_port_is_named_in_the_words_of_the_socket_not_the_sdk(alm, store, sqlite_path, monkeypatch,
+                                                                       tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """The one line says what the socket said ("Connection refused"), not the SDK's "Connection
+    error.", and a judge run that never reached its API does not claim that answers were stored."""
+    assert main(alm_argv(alm, closed_port_url(), "--concurrency", "2")) == 1
+    alm_line = capsys.readouterr().err.strip()
+    judge_project(store, monkeypatch, tmp_path)
+    assert main(["--db", str(sqlite_path), "judge", "--judges", "haiku", "--base-url", closed_port_url("")]) == 1
+    judge_line = capsys.readouterr().err.strip()
+    for line in (alm_line, judge_line):
+        assert "Connection refused" in line and "Nothing was asked" in line, line
+        assert ".." not in line and "Connection error." not in line, line
+    assert "Answers received so far are stored" not in judge_line and "haiku" in judge_line

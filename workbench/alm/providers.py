@@ -31,7 +31,7 @@ from workbench.alm.config import ModelEntry, ProviderSettings
 from workbench.alm.prompts import AlmPrompt
 from workbench.attribution.secrets import api_key as read_api_key
 from workbench.attribution.secrets import quiet_sdk_loggers, redact
-from workbench.llm.errors import AnswerError, Provider, RetryableError, RunStopped, not_reached, retry_after
+from workbench.llm.errors import AnswerError, Provider, RetryableError, RunStopped, connection_problem, not_reached, retry_after
 from workbench.llm.urls import safe_url
 
 __all__ = ["AlmProvider", "AlmReply", "AlmRequest", "AnswerError", "AudioPayload", "OpenAIProvider", "RetryableError",
@@ -239,7 +239,8 @@ class OpenAIProvider:
         except openai.APITimeoutError:
             raise RetryableError("timeout: no reply within the time-out") from None
         except openai.APIConnectionError as exc:
-            raise RetryableError(self._clean(f"connection error: {exc}"), connection=not_reached(exc)) from None
+            raise RetryableError(self._clean(f"connection error: {connection_problem(exc)}"),
+                                 connection=not_reached(exc)) from None
         except openai.APIStatusError as exc:
             reason = self._clean(f"HTTP {exc.status_code}: {str(exc.message)[:300]}")
             if exc.status_code in RETRY_STATUS:

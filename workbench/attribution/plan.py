@@ -18,9 +18,10 @@ from storage import Store
 from storage.models import JudgeCall, JudgeRun
 from workbench.attribution.config import JudgeConfig
 from workbench.attribution.prompts import ClipInput, RenderedPrompt, load_template, render_clip_prompt, request_fingerprint
-from workbench.attribution.providers import JudgeProvider
+from workbench.attribution.providers import JudgeProvider, ProviderCallError
 from workbench.attribution.schema import output_schema
 from workbench.errors import InputError
+from workbench.llm.errors import Unreachable
 
 ProviderFactory = Callable[[JudgeConfig], JudgeProvider]
 
@@ -126,7 +127,16 @@ def verify_models(plans: list[JudgePlan], providers: dict[str, JudgeProvider]) -
     listed: dict[int, set[str]] = {}
     for plan in plans:
         provider = providers[plan.judge.name]
-        models = listed.setdefault(id(provider), provider.list_models())
+        if id(provider) not in listed:
+            try:
+                listed[id(provider)] = provider.list_models()
+            except ProviderCallError as exc:
+                if not exc.connection:
+                    raise
+                raise Unreachable(f"cannot reach the {plan.judge.provider} API of judge {plan.judge.name!r}: "
+                                  f"{str(exc).rstrip('.')}. Nothing was asked; check --base-url and the "
+                                  "network") from None
+        models = listed[id(provider)]
         if plan.judge.model not in models:
             near = sorted(m for m in models if m.split("-")[:2] == plan.judge.model.split("-")[:2])[:5]
             hint = f"; similar ids offered: {', '.join(near)}" if near else ""

@@ -19,7 +19,7 @@ from workbench.attribution.config import JudgeConfig
 from workbench.attribution.prompts import RenderedPrompt
 from workbench.attribution.secrets import anthropic_api_key, quiet_sdk_loggers, redact
 from workbench.errors import AglwError
-from workbench.llm.errors import AnswerError, Provider, RunStopped, not_reached, retry_after
+from workbench.llm.errors import AnswerError, Provider, RunStopped, connection_problem, not_reached, retry_after
 from workbench.llm.urls import safe_url
 
 if TYPE_CHECKING:
@@ -277,7 +277,7 @@ class AnthropicProvider:
         except anthropic.APITimeoutError:
             raise ProviderCallError("timeout: no reply within the timeout after the SDK's retries") from None
         except anthropic.APIConnectionError as exc:
-            raise ProviderCallError(self._clean(f"connection error after the SDK's retries: {exc}"),
+            raise ProviderCallError(self._clean(f"connection error after the SDK's retries: {connection_problem(exc)}"),
                                     connection=not_reached(exc)) from None
         except anthropic.APIStatusError as exc:
             raise ProviderCallError(self._clean(f"HTTP {exc.status_code} after the SDK's retries: {exc.message}")) from None
@@ -297,7 +297,7 @@ class AnthropicProvider:
             models = self._call(lambda: list(self.client.models.list(limit=1000)))
             return {_expect_object(model, "id", "the model list").id for model in models}
         except ProviderCallError as exc:
-            raise ProviderCallError(f"reading the models list failed: {exc}") from None
+            raise ProviderCallError(f"reading the models list failed: {exc}", connection=exc.connection) from None
 
     def complete(self, request: JudgeRequest, *, on_body: Callable[[bytes], None] | None = None) -> ProviderReply:
         """Send one request; ``on_body`` gets the raw body before the SDK parses it (the journal)."""

@@ -249,12 +249,12 @@ class Campaign(Generic[Item, Outcome]):
             except AnswerError as exc:
                 # A provider that retries by itself (the judges' SDK) reports an unreached server so.
                 if getattr(exc, "connection", False) and self.replies == 0:
-                    raise Unreachable(f"cannot reach {self.where}: {exc}. Nothing was asked; check "
+                    raise Unreachable(f"cannot reach {self.where}: {str(exc).rstrip('.')}. Nothing was asked; check "
                                       "--base-url and the network") from None
                 raise
             except RetryableError as exc:
                 if exc.connection and self.replies == 0:
-                    raise Unreachable(f"cannot reach {self.where}: {exc.reason}. Nothing was asked; check "
+                    raise Unreachable(f"cannot reach {self.where}: {exc.reason.rstrip('.')}. Nothing was asked; check "
                                       "--base-url and the network") from None
                 if attempts > self.retry.max_retries or self.halted:
                     raise GaveUp(f"{exc.reason} (gave up after {attempts} attempt(s))", attempts) from None

@@ -56,6 +56,21 @@ def not_reached(exc: BaseException) -> bool:
     return False
 
 
+def connection_problem(exc: BaseException) -> str:
+    """What went wrong below an SDK's connection error, in the words of the error it was raised
+    from (``[Errno 111] Connection refused``), not the SDK's own "Connection error."."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    words = str(exc).strip()
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        text = str(current).strip()
+        if text and current is not exc:
+            words = text
+        current = current.__cause__ or current.__context__
+    return words.rstrip(".") or type(exc).__name__
+
+
 def retry_after(response: object) -> float | None:
     """Seconds from a ``retry-after`` header (seconds form; an HTTP date is ignored)."""
     headers = getattr(response, "headers", None)
@@ -94,4 +109,4 @@ class Provider(Protocol):
         ...
 
 
-__all__ = ["AnswerError", "Provider", "RetryableError", "RunStopped", "Unreachable", "not_reached", "retry_after", "takes_body_hook"]
+__all__ = ["AnswerError", "Provider", "RetryableError", "RunStopped", "Unreachable", "connection_problem", "not_reached", "retry_after", "takes_body_hook"]
