@@ -124,7 +124,6 @@ def _write_statements() -> dict[str, Any]:
         "insert_answers": insert(AlmAnswer.__table__),
         # The counters' values are the SET clause's parameters (named after their columns).
         "job": update(AlmJob.__table__).where(AlmJob.__table__.c.id == bindparam("job_row")),
-        "prediction": Prediction.__table__,
     }
 
 
@@ -133,7 +132,7 @@ def write_answers(session: Session, *, run_id: int, job_id: int, rows: list[Answ
     """Write a group of answers, the predictions of their sample-0 answers and the job's counters."""
     from sqlalchemy import update
 
-    from storage.models import utcnow
+    from storage.models import Prediction, utcnow
 
     sql = _write_statements()
     answered = [row for row in rows if row.is_answer]
@@ -149,7 +148,7 @@ def write_answers(session: Session, *, run_id: int, job_id: int, rows: list[Answ
     if predictions:
         keys = {"run": run_id, "keys": list(predictions)}
         existing = dict(conn.execute(sql["predictions"], keys).all())
-        table = sql["prediction"]
+        table = Prediction.__table__
         for key, prediction_id in existing.items():
             # The clip's prediction now holds the new answer; earlier answers no longer back it.
             conn.execute(sql["unlink"], {"prediction": prediction_id})

@@ -133,9 +133,7 @@ def verify_models(plans: list[JudgePlan], providers: dict[str, JudgeProvider]) -
             except ProviderCallError as exc:
                 if not exc.connection:
                     raise
-                raise Unreachable(f"cannot reach the {plan.judge.provider} API of judge {plan.judge.name!r}: "
-                                  f"{str(exc).rstrip('.')}. Nothing was asked; check --base-url and the "
-                                  "network") from None
+                raise Unreachable.at(f"the {plan.judge.provider} API of judge {plan.judge.name!r}", str(exc)) from None
         models = listed[id(provider)]
         if plan.judge.model not in models:
             near = sorted(m for m in models if m.split("-")[:2] == plan.judge.model.split("-")[:2])[:5]

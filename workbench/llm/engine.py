@@ -249,13 +249,11 @@ class Campaign(Generic[Item, Outcome]):
             except AnswerError as exc:
                 # A provider that retries by itself (the judges' SDK) reports an unreached server so.
                 if getattr(exc, "connection", False) and self.replies == 0:
-                    raise Unreachable(f"cannot reach {self.where}: {str(exc).rstrip('.')}. Nothing was asked; check "
-                                      "--base-url and the network") from None
+                    raise Unreachable.at(self.where, str(exc)) from None
                 raise
             except RetryableError as exc:
                 if exc.connection and self.replies == 0:
-                    raise Unreachable(f"cannot reach {self.where}: {exc.reason.rstrip('.')}. Nothing was asked; check "
-                                      "--base-url and the network") from None
+                    raise Unreachable.at(self.where, exc.reason) from None
                 if attempts > self.retry.max_retries or self.halted:
                     raise GaveUp(f"{exc.reason} (gave up after {attempts} attempt(s))", attempts) from None
                 backoff = min(self.retry.backoff_s * 2 ** (attempts - 1), self.retry.max_backoff_s)
@@ -408,8 +406,8 @@ class Campaign(Generic[Item, Outcome]):
                     # after this answer is stored and reported, so a cancel raised while reporting
                     # leaves nothing in flight. (A cancel never stops a request already sent: its
                     # answer is paid for and is stored.)
-                    group, items_of_group = outcomes[:], stored_items[:]
-                    self.store(group, items_of_group)
+                    self.store(outcomes, stored_items)
+                    group = outcomes[:]
                     outcomes.clear()
                     stored_items.clear()
                     self._announce(group)

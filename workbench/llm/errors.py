@@ -24,6 +24,11 @@ class RunStopped(AglwError):
 class Unreachable(RunStopped):
     """The server was not reached on the run's first requests (refused, DNS, TLS): nothing was asked."""
 
+    @classmethod
+    def at(cls, where: str, reason: str) -> Unreachable:
+        """The one line for a server ``where`` (an endpoint in words) that ``reason`` kept out of reach."""
+        return cls(f"cannot reach {where}: {reason.rstrip('.')}. Nothing was asked; check --base-url and the network")
+
 
 class AnswerError(Exception):
     """This item's request failed for good; the reason is safe to store."""

@@ -92,7 +92,7 @@ def accepted_answers(
     if not rows.size:
         return accepted
     points = [(parse_coordinate(lat), parse_coordinate(lon)) for lat, lon in positions(rows)]
-    country_at = _countries_at([p for p in points if None not in p and gazetteer.is_position(*p)])  # type: ignore[misc]
+    country_at = _countries_at([p for p in points if gazetteer.is_position(*p)])  # type: ignore[misc]
     for row, point in zip(rows.tolist(), points):
         covered = country_at.get(point)
         accepted[row] = (covered is not None and covered == country_iso(predicted_country[row])

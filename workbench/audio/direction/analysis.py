@@ -27,7 +27,7 @@ from workbench.audio.direction.conventions import (
     blocks_of,
     fuma_to_ambix,
 )
-from workbench.audio.direction.foa import FoaFrames, Heatmap, FoaStream
+from workbench.audio.direction.foa import FoaFrames, FoaStream, Heatmap
 from workbench.audio.direction.pair import PairStream, lateral_from_itd_woodworth, lateral_from_tau_ab
 from workbench.audio.direction.peaks import sphere_peaks, value_peaks
 from workbench.errors import InputError

@@ -15,17 +15,17 @@ import scipy.fft
 import scipy.signal
 
 from workbench.audio.direction.conventions import (
-    SILENCE_MEAN_SQUARE,
-    ArrayRecord,
-    SQRT3,
     DEFAULT_BAND_HZ,
+    SILENCE_MEAN_SQUARE,
+    SQRT3,
+    ArrayRecord,
+    ambix_steering,
     angular_distance_deg,
     band_bins,
     blocks_of,
+    n3d_from_sn3d,
     normalised_direction,
     require_foa,
-    ambix_steering,
-    n3d_from_sn3d,
 )
 from workbench.errors import InputError
 

@@ -12,8 +12,8 @@ import scipy.fft
 import scipy.signal
 
 from workbench.audio.direction.conventions import (
-    SILENCE_MEAN_SQUARE,
     HEAD_RADIUS_M,
+    SILENCE_MEAN_SQUARE,
     SPEED_OF_SOUND_M_S,
     band_bins,
 )
