@@ -16,14 +16,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy import create_engine, event, inspect
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import DatabaseError, OperationalError
-from sqlmodel import Session
 
 from storage import models
 from storage.errors import SchemaTooNewError, StoreError
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+    from sqlmodel import Session
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 
@@ -119,8 +123,18 @@ class Store:
     def session(self) -> Iterator[Session]:
         """A read session; closing it ends its transaction and leaves loaded objects usable
         (detached). Use :meth:`write` to change data."""
+        from sqlmodel import Session
+
         with Session(self.engine, expire_on_commit=False) as session:
             yield session
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        """A read on a Core connection, for selects on :mod:`storage.tables` (one transaction,
+        rolled back at the end: nothing is written). It loads neither the ORM nor SQLModel, which
+        the read commands do not pay at start-up (issue 32); rows are named tuples."""
+        with self.engine.connect() as connection:
+            yield connection
 
     @contextmanager
     def write(self, *, wait_s: float | None = None) -> Iterator[Session]:
@@ -134,6 +148,8 @@ class Store:
         token = _immediate.set(True)
         wait_token = _wait_ms.set(None if wait_s is None else max(int(wait_s * 1000), 1))
         try:
+            from sqlmodel import Session
+
             with Session(self.engine, expire_on_commit=False) as session:
                 session.connection()  # opens the transaction while the flags are set
                 _immediate.reset(token)
