@@ -355,7 +355,8 @@ def _write_demo_events(store: Store, directory: Path) -> None:
     """Sound events on the FOA demo clip (and ``demo_classes.txt``, the class list to export them with)."""
     from workbench.events.model import SpatialEventData
     from workbench.events.service import EventService
-    from workbench.labels import LabelService, clip_id_for_key
+    from workbench.clip_ids import clip_id_for_key
+    from workbench.labels import LabelService
 
     (directory / "demo_classes.txt").write_text("".join(c + "\n" for c in DEMO_EVENT_CLASSES), encoding="utf-8")
     clip_id = clip_id_for_key(store, next(spec.key for spec in DEMO_CLIPS if spec.layout == "ambix"))

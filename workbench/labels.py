@@ -30,6 +30,7 @@ from storage.models import (
     LabelHistory,
     QualityOverrule,
 )
+from workbench.clip_ids import clip_id_for_key
 from workbench.errors import InputError
 from workbench.versioned_rows import INSERT_RETRIES, FieldHistory, write_versioned
 
@@ -180,23 +181,6 @@ def _validate(entity: str, values: dict[str, Any]) -> dict[str, Any]:
 
 def _decode(value: str | None) -> Any:
     return None if value is None else json.loads(value)
-
-
-def clip_id_for_key(store: Store, key: str) -> int:
-    """The id of the clip with dataset key ``key``.
-
-    Raises
-    ------
-    InputError
-        No clip has that key, or clips of several datasets do (the key is ambiguous).
-    """
-    with store.session() as s:
-        ids = s.exec(select(Clip.id).where(Clip.key == key)).all()
-    if not ids:
-        raise InputError(f"no clip with key {key!r} in this project; check the key (aglw import dataset first)")
-    if len(ids) > 1:
-        raise InputError(f"clip key {key!r} occurs in {len(ids)} datasets; it is ambiguous")
-    return int(ids[0])
 
 
 # The fields that make a row a label: a row whose fields are all empty was undone (an undo writes

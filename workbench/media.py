@@ -25,12 +25,12 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Literal
+from typing import Any, Literal
 
-from sqlmodel import select
+from sqlalchemy import select
 
 from storage import Store
-from storage.models import Clip, Dataset, MediaRoot
+from storage import tables as T
 from workbench.errors import InputError
 from workbench.tasks import TaskCancelled, TaskContext
 
@@ -174,9 +174,11 @@ class LinkReport:
 def dataset_roots(store: Store) -> dict[int, list[Path]]:
     """Dataset id → its media roots, in the order they were added."""
     roots: dict[int, list[Path]] = defaultdict(list)
-    with store.session() as s:
-        for row in s.exec(select(MediaRoot).order_by(MediaRoot.id)):  # type: ignore[arg-type]
-            roots[row.dataset_id].append(Path(row.path))
+    with store.read() as connection:
+        for dataset_id, path in connection.execute(
+            select(T.media_root.c.dataset_id, T.media_root.c.path).order_by(T.media_root.c.id)
+        ):
+            roots[dataset_id].append(Path(path))
     return roots
 
 
@@ -208,9 +210,9 @@ def link_media(
         if not extra.is_dir():
             raise InputError(f"{root}: not a folder; give the folder that holds the recordings")
     known = dataset_roots(store)
-    with store.session() as s:
-        datasets = {d.id: d.name for d in s.exec(select(Dataset))}
-        clips = list(s.exec(select(Clip).order_by(Clip.id)))  # type: ignore[arg-type]
+    with store.read() as connection:
+        datasets = dict(connection.execute(select(T.dataset.c.id, T.dataset.c.name)).all())
+        clips = connection.execute(select(T.clip).order_by(T.clip.c.id)).all()
     if extra is None and not any(known.values()) and clips:
         raise InputError("no dataset has a media root: run `aglw media link --root DIR` with the folder "
                          "that holds the recordings")
@@ -238,7 +240,7 @@ def link_media(
     return report
 
 
-def _link_one(clip: Clip, known: dict[int, list[Path]], extra: Path | None, indexes: dict[tuple[Path, ...], MediaIndex],
+def _link_one(clip: Any, known: dict[int, list[Path]], extra: Path | None, indexes: dict[tuple[Path, ...], MediaIndex],
               report: LinkReport, updates: dict[int, str], new_roots: set[int]) -> None:
     """Look for one clip's file and note the outcome in ``report`` (and ``updates``, ``new_roots``)."""
     own = _resolved_roots(known.get(clip.dataset_id, []))
@@ -267,6 +269,8 @@ def _link_one(clip: Clip, known: dict[int, list[Path]], extra: Path | None, inde
 
 
 def _store_links(store: Store, extra: Path | None, updates: dict[int, str], new_roots: set[int]) -> None:
+    from storage.models import Clip, MediaRoot
+
     with store.write() as s:
         for dataset_id in new_roots:
             s.add(MediaRoot(dataset_id=dataset_id, path=str(extra)))
@@ -284,9 +288,10 @@ def _store_links(store: Store, extra: Path | None, updates: dict[int, str], new_
 def audio_statuses(store: Store, clip_ids: Iterable[int] | None = None) -> dict[int, AudioStatus]:
     """Clip id → :class:`AudioStatus` for the given clips (all when None)."""
     roots = dataset_roots(store)
-    with store.session() as s:
-        query = select(Clip.id, Clip.key, Clip.audio_path, Clip.dataset_id)
+    clip = T.clip.c
+    with store.read() as connection:
+        query = select(clip.id, clip.key, clip.audio_path, clip.dataset_id)
         if clip_ids is not None:
-            query = query.where(Clip.id.in_(list(clip_ids)))  # type: ignore[union-attr]
-        rows = list(s.exec(query))
+            query = query.where(clip.id.in_(list(clip_ids)))
+        rows = connection.execute(query).all()
     return {int(cid): clip_audio(key, path, roots.get(ds, [])) for cid, key, path, ds in rows}

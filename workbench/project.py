@@ -12,19 +12,22 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import func, or_
-from sqlmodel import Session, col, select
+from sqlalchemy import func, or_, select
 
 from storage import Store
-# The clip tables only: `aglw clips list` builds no other table class (start-up, bench P11). The
-# functions below import the tables of the other areas where they use them.
-from storage.models import AlmRun, Clip, Prediction
+# The reads select from the Core read model (storage/tables.py), on a Session or a Connection alike:
+# the read commands start without SQLModel and the ORM (issue 32, bench P11).
+from storage import tables as T
+from workbench.clip_ids import clip_id_for_key
 from workbench.errors import InputError
 from workbench.media import AudioStatus, clip_audio, dataset_roots
 from workbench.metrics.distance import stored_answer
 
 if TYPE_CHECKING:
-    from storage.models import Judgment, TaggerRun
+    from sqlalchemy.engine import Connection, Row
+    from sqlmodel import Session
+
+    from storage.models import TaggerRun
 
 log = logging.getLogger(__name__)
 
@@ -34,15 +37,13 @@ def category_names(store: Store) -> dict[str, str]:
 
     Ids the project uses that neither source names are simply absent: callers show the id.
     """
-    from storage.models import CurationCategoryResult
     from workbench.tagging.ontology import load_local_ontology
 
     names: dict[str, str] = {}
-    with store.session() as s:
-        for category_id, name in s.exec(
-            select(CurationCategoryResult.category_id, CurationCategoryResult.name).order_by(
-                col(CurationCategoryResult.run_id)
-            )
+    result = T.curation_category_result.c
+    with store.read() as connection:
+        for category_id, name in connection.execute(
+            select(result.category_id, result.name).order_by(result.run_id)
         ):
             if name:
                 names[category_id] = name
@@ -60,9 +61,16 @@ def clip_keys(store: Store, clip_ids: set[int]) -> dict[int, str]:
     """Clip id → dataset key for the given ids (one query)."""
     if not clip_ids:
         return {}
-    with store.session() as s:
-        rows = s.exec(select(Clip.id, Clip.key).where(col(Clip.id).in_(sorted(clip_ids))))
-        return {int(clip_id): key for clip_id, key in rows}
+    with store.read() as connection:
+        return clip_keys_on(connection, clip_ids)
+
+
+def clip_keys_on(connection: Any, clip_ids: set[int]) -> dict[int, str]:
+    """:func:`clip_keys` inside a read already open (a Session or a Connection)."""
+    if not clip_ids:
+        return {}
+    rows = connection.execute(select(T.clip.c.id, T.clip.c.key).where(T.clip.c.id.in_(sorted(clip_ids))))
+    return {int(clip_id): key for clip_id, key in rows}
 
 
 # --------------------------------------------------------------------------- the latest of each
@@ -75,17 +83,14 @@ def current_tagger_run_id(connection: Any) -> int | None:
 
     ``connection`` is a Session or a Connection (both ``execute`` a core select).
     """
-    from storage.models import Tag, TaggerRun
-
+    tag, run = T.tag.c, T.tagger_run.c
     # EXISTS per run (index on tag.tagger_run_id), not IN over every tag row: 12 ms -> well
     # under 1 ms at 200,000 tags, and it is asked on every edit (bench P10).
-    has_tags = select(Tag.id).where(col(Tag.tagger_run_id) == col(TaggerRun.id)).exists()
-    done = connection.execute(
-        select(func.max(TaggerRun.id)).where(TaggerRun.status == "done", has_tags)
-    ).scalar_one_or_none()
+    has_tags = select(tag.id).where(tag.tagger_run_id == run.id).exists()
+    done = connection.execute(select(func.max(run.id)).where(run.status == "done", has_tags)).scalar_one_or_none()
     if done is not None:
         return int(done)
-    newest = connection.execute(select(func.max(TaggerRun.id)).where(has_tags)).scalar_one_or_none()
+    newest = connection.execute(select(func.max(run.id)).where(has_tags)).scalar_one_or_none()
     return int(newest) if newest is not None else None
 
 
@@ -97,33 +102,40 @@ def current_tagger_run(session: Session) -> TaggerRun | None:
     return session.get(TaggerRun, run_id) if run_id is not None else None
 
 
+def current_tagger_row(connection: Connection) -> Row | None:
+    """The row of :func:`current_tagger_run_id` on a Core connection (the read commands)."""
+    run_id = current_tagger_run_id(connection)
+    if run_id is None:
+        return None
+    return connection.execute(select(T.tagger_run).where(T.tagger_run.c.id == run_id)).first()
+
+
 def speech_probabilities(
-    session: Session, clip_ids: Sequence[int] | None = None, *, tagger_run_id: int | None = None
+    session: Session | Connection, clip_ids: Sequence[int] | None = None, *, tagger_run_id: int | None = None
 ) -> dict[int, float]:
     """Clip id → probability of the Speech tag (the input of :func:`workbench.speech.is_speech_clip`)
     in ``tagger_run_id`` (default: the current tagger run); clips without the tag are absent."""
     from workbench.speech import SPEECH_CLASS_ID
-    from storage.models import Tag
 
     run_id = tagger_run_id if tagger_run_id is not None else current_tagger_run_id(session)
     if run_id is None:
         return {}
-    query = select(Tag.clip_id, Tag.probability).where(Tag.tagger_run_id == run_id, Tag.audioset_id == SPEECH_CLASS_ID)
+    tag = T.tag.c
+    query = select(tag.clip_id, tag.probability).where(tag.tagger_run_id == run_id, tag.audioset_id == SPEECH_CLASS_ID)
     if clip_ids is not None:
-        query = query.where(col(Tag.clip_id).in_(list(clip_ids)))
-    return {int(clip_id): float(probability) for clip_id, probability in session.exec(query)}
+        query = query.where(tag.clip_id.in_(list(clip_ids)))
+    return {int(clip_id): float(probability) for clip_id, probability in session.execute(query)}
 
 
-def latest_curation_run_id(session: Session, *, before: int | None = None) -> int | None:
+def latest_curation_run_id(session: Session | Connection, *, before: int | None = None) -> int | None:
     """The stored fit everyone reads: the curation run stored last (highest id; ``before``: the
     last one stored before that run). Not ``created_at``: clocks of team members differ, the
     order of the store does not."""
-    from storage.models import CurationRun
-
-    query = select(func.max(CurationRun.id))
+    run = T.curation_run.c
+    query = select(func.max(run.id))
     if before is not None:
-        query = query.where(col(CurationRun.id) < before)
-    found = session.exec(query).one_or_none()
+        query = query.where(run.id < before)
+    found = session.execute(query).scalar()
     return int(found) if found is not None else None
 
 
@@ -168,28 +180,28 @@ def judgment_standing(
 
 
 def latest_judgments(
-    session: Session, clip_ids: Sequence[int] | None, *, per_alm: bool = False
-) -> list[tuple[Judgment, str, int | None]]:
+    session: Session | Connection, clip_ids: Sequence[int] | None, *, per_alm: bool = False
+) -> list[tuple[Row, str, int | None]]:
     """The standing judgments (:func:`judgment_standing`) with their judge name and ALM run
-    (``per_alm``: per clip and ALM, as the review's ALM choice and ``judgments show`` need)."""
-    from storage.models import JudgeRun, Judgment
+    (``per_alm``: per clip and ALM, as the review's ALM choice and ``judgments show`` need).
 
-    query = select(Judgment, JudgeRun.judge_name, JudgeRun.alm_run_id).join(
-        JudgeRun, col(Judgment.judge_run_id) == col(JudgeRun.id)
-    )
+    Each judgment is a row of the ``judgment`` table (its fields by name), read on a Session or
+    a Core connection alike."""
+    judgment, run = T.judgment, T.judge_run.c
+    query = select(judgment, run.judge_name, run.alm_run_id).join(T.judge_run, judgment.c.judge_run_id == run.id)
     if clip_ids is not None:
-        query = query.where(col(Judgment.clip_id).in_(list(clip_ids)))
-    rows = session.exec(query).all()
+        query = query.where(judgment.c.clip_id.in_(list(clip_ids)))
+    rows = session.execute(query).all()
     standing = judgment_standing(
-        ((j.id, j.judge_run_id, name, alm, j.clip_id, j.category_id) for j, name, alm in rows), per_alm=per_alm
+        ((j.id, j.judge_run_id, j.judge_name, j.alm_run_id, j.clip_id, j.category_id) for j in rows), per_alm=per_alm
     )
-    return [(j, n, a) for j, n, a in rows if standing[j.id] == STANDING]
+    return [(j, j.judge_name, j.alm_run_id) for j in rows if standing[j.id] == STANDING]
 
 
 # --------------------------------------------------------------------------- read-back commands
 
 
-def _clip_summary(clip: Clip, audio: AudioStatus) -> dict[str, Any]:
+def _clip_summary(clip: Row, audio: AudioStatus) -> dict[str, Any]:
     return {
         "key": clip.key, "title": clip.title, "city": clip.city, "country": clip.country,
         "audio_path": str(audio.path) if audio.ok else None,
@@ -213,33 +225,35 @@ def list_clips(
     :mod:`workbench.media`; ``has_prediction`` keeps clips the named ALM answered.
     """
     roots = dataset_roots(store)
-    with store.session() as s:
-        query = select(Clip).order_by(col(Clip.key), col(Clip.id))
+    clip, alm_run = T.clip.c, T.alm_run.c
+    with store.read() as connection:
+        query = select(T.clip).order_by(clip.key, clip.id)
         if search:
             pattern = f"%{search.lower()}%"
             query = query.where(
                 or_(
-                    func.lower(Clip.key).like(pattern),
-                    func.lower(func.coalesce(Clip.title, "")).like(pattern),
-                    func.lower(func.coalesce(Clip.city, "")).like(pattern),
+                    func.lower(clip.key).like(pattern),
+                    func.lower(func.coalesce(clip.title, "")).like(pattern),
+                    func.lower(func.coalesce(clip.city, "")).like(pattern),
                 )
             )
         if has_prediction is not None:
-            run = s.exec(select(AlmRun).where(AlmRun.model == has_prediction)).first()
-            if run is None:
-                known = ", ".join(s.exec(select(AlmRun.model).order_by(AlmRun.model))) or "none imported"
+            run_id = connection.execute(select(alm_run.id).where(alm_run.model == has_prediction)).scalar()
+            if run_id is None:
+                known = ", ".join(connection.execute(select(alm_run.model).order_by(alm_run.model)).scalars()) \
+                    or "none imported"
                 raise InputError(f"no ALM named {has_prediction!r} in this project (ALMs: {known})")
-            answered = select(Prediction.clip_id).where(Prediction.alm_run_id == run.id)
-            query = query.where(col(Clip.id).in_(answered))
+            answered = select(T.prediction.c.clip_id).where(T.prediction.c.alm_run_id == run_id)
+            query = query.where(clip.id.in_(answered))
         if limit is not None and has_audio is None:
             query = query.limit(limit)
-        clips = s.exec(query).all()
+        clips = connection.execute(query).all()
     out: list[dict[str, Any]] = []
-    for clip in clips:
-        audio = clip_audio(clip.key, clip.audio_path, roots.get(clip.dataset_id, []))
+    for row in clips:
+        audio = clip_audio(row.key, row.audio_path, roots.get(row.dataset_id, []))
         if has_audio is not None and audio.ok != has_audio:
             continue
-        out.append(_clip_summary(clip, audio))
+        out.append(_clip_summary(row, audio))
         if limit is not None and len(out) >= limit:
             break
     return out
@@ -247,50 +261,48 @@ def list_clips(
 
 def clip_record(store: Store, key: str) -> dict[str, Any]:
     """Everything stored about one clip, with names beside ids (``aglw clips show``)."""
-    from storage.models import Annotator, CategoryLabel, ClipLabel, ClipQuality, Dataset, Tag
-    from workbench.labels import clip_id_for_key
-
     clip_id = clip_id_for_key(store, key)
     names = category_names(store)
-    with store.session() as s:
-        clip = s.get(Clip, clip_id)
-        assert clip is not None
-        dataset = s.get(Dataset, clip.dataset_id)
-        quality = s.exec(select(ClipQuality).where(ClipQuality.clip_id == clip_id)).first()
-        tagger = current_tagger_run(s)
+    prediction, alm_run = T.prediction, T.alm_run
+    with store.read() as connection:
+        clip = connection.execute(select(T.clip).where(T.clip.c.id == clip_id)).one()
+        dataset = connection.execute(select(T.dataset.c.name).where(T.dataset.c.id == clip.dataset_id)).scalar()
+        quality = connection.execute(select(T.clip_quality).where(T.clip_quality.c.clip_id == clip_id)).first()
+        tagger = current_tagger_row(connection)
         tags = []
         if tagger is not None:
+            tag = T.tag.c
             tags = [
-                {"id": t.audioset_id, "name": names.get(t.audioset_id), "probability": t.probability}
-                for t in s.exec(
-                    select(Tag).where(Tag.tagger_run_id == tagger.id, Tag.clip_id == clip_id)
-                    .order_by(col(Tag.probability).desc())
+                {"id": audioset_id, "name": names.get(audioset_id), "probability": probability}
+                for audioset_id, probability in connection.execute(
+                    select(tag.audioset_id, tag.probability).where(tag.tagger_run_id == tagger.id, tag.clip_id == clip_id)
+                    .order_by(tag.probability.desc())
                 )
             ]
         predictions = [
             {
-                "model": run.model, "predicted_city": p.predicted_city, "predicted_country": p.predicted_country,
+                "model": p.model, "predicted_city": p.predicted_city, "predicted_country": p.predicted_country,
                 "predicted_continent": p.predicted_continent, "predicted_latitude": p.predicted_latitude,
                 "predicted_longitude": p.predicted_longitude, "reasoning": p.reasoning,
                 # measured from this clip's position by the one rule (workbench.metrics.distance)
                 **_answer_fields(stored_answer(p, clip)),
             }
-            for p, run in s.exec(
-                select(Prediction, AlmRun).join(AlmRun, col(Prediction.alm_run_id) == col(AlmRun.id))
-                .where(Prediction.clip_id == clip_id).order_by(col(AlmRun.model))
+            for p in connection.execute(
+                select(prediction, alm_run.c.model).join(alm_run, prediction.c.alm_run_id == alm_run.c.id)
+                .where(prediction.c.clip_id == clip_id).order_by(alm_run.c.model)
             )
         ]
-        annotators = {a.id: a.name for a in s.exec(select(Annotator))}
+        annotators = dict(connection.execute(select(T.annotator.c.id, T.annotator.c.name)).all())
         clip_labels = [
             {"annotator": annotators.get(l.annotator_id), "rating": l.rating, "decision": l.decision,
              "note": l.note, "version": l.version}
-            for l in s.exec(select(ClipLabel).where(ClipLabel.clip_id == clip_id))
+            for l in connection.execute(select(T.clip_label).where(T.clip_label.c.clip_id == clip_id))
         ]
         category_labels = [
             {"annotator": annotators.get(l.annotator_id), "category_id": l.category_id,
              "category": names.get(l.category_id), "contribution": l.contribution, "effect": l.effect,
              "polarity": l.polarity, "version": l.version}
-            for l in s.exec(select(CategoryLabel).where(CategoryLabel.clip_id == clip_id))
+            for l in connection.execute(select(T.category_label).where(T.category_label.c.clip_id == clip_id))
         ]
     audio = clip_audio(clip.key, clip.audio_path, dataset_roots(store).get(clip.dataset_id, []))
     metadata = {
@@ -301,7 +313,7 @@ def clip_record(store: Store, key: str) -> dict[str, Any]:
     metadata["derived"] = list(clip.derived or [])  # fields the importer derived (datasets.md)
     return {
         **metadata,
-        "dataset": dataset.name if dataset else None,
+        "dataset": dataset,
         "audio": {
             "state": audio.state, "path": str(audio.path) if audio.path else None, "stored": audio.stored,
             "message": audio.message, "sample_rate": clip.sample_rate, "n_channels": clip.n_channels,
@@ -326,20 +338,17 @@ def judgment_records(
 ) -> list[dict[str, Any]]:
     """The latest judgment of each judge per clip and ALM, with clip keys and category names
     (``names``: already read by the caller; reading them parses the ontology)."""
-    from storage.models import JudgeRun
-    from workbench.labels import clip_id_for_key
-
     clip_ids = [clip_id_for_key(store, clip_key)] if clip_key else None
     names = category_names(store) if names is None else names
-    with store.session() as s:
-        judges = set(s.exec(select(JudgeRun.judge_name)))
+    with store.read() as connection:
+        judges = set(connection.execute(select(T.judge_run.c.judge_name)).scalars())
         if judge is not None and judge not in judges:
             raise InputError(f"no judge named {judge!r} in this project (judges: {', '.join(sorted(judges)) or 'none yet'})")
-        models = {r.id: r.model for r in s.exec(select(AlmRun))}
+        models = dict(connection.execute(select(T.alm_run.c.id, T.alm_run.c.model)).all())
         if alm is not None and alm not in models.values():
             raise InputError(f"no ALM named {alm!r} in this project (ALMs: {', '.join(sorted(models.values())) or 'none'})")
-        rows = latest_judgments(s, clip_ids, per_alm=True)
-        keys = {c: k for c, k in s.exec(select(Clip.id, Clip.key).where(col(Clip.id).in_({j.clip_id for j, _, _ in rows})))}
+        rows = latest_judgments(connection, clip_ids, per_alm=True)
+        keys = clip_keys_on(connection, {j.clip_id for j, _, _ in rows})
     out = []
     for j, name, alm_run_id in rows:
         model = models.get(alm_run_id) if alm_run_id is not None else None
@@ -363,14 +372,11 @@ _CATEGORY_ID = re.compile(r"/[a-z]/[0-9a-z_]+")
 def known_categories(store: Store) -> dict[str, str | None]:
     """Every category id this project can mean: the AudioSet ontology's (when configured or
     cached) and those its tags, judgments and labels use; id → name (None when unnamed)."""
-    from storage.models import CategoryLabel, Judgment, Tag
-
     names = category_names(store)
     known: dict[str, str | None] = dict(names)
-    with store.session() as s:
-        for table, column in ((Tag, Tag.audioset_id), (Judgment, Judgment.category_id),
-                              (CategoryLabel, CategoryLabel.category_id)):
-            for category_id in s.exec(select(column).distinct()):
+    with store.read() as connection:
+        for column in (T.tag.c.audioset_id, T.judgment.c.category_id, T.category_label.c.category_id):
+            for category_id in connection.execute(select(column).distinct()).scalars():
                 known.setdefault(category_id, None)
     return known
 
@@ -412,15 +418,14 @@ def check_category_id(store: Store, category_id: str, option: str = "--category"
 
 def last_judge_failure(store: Store, judge: str, clip_key: str) -> str | None:
     """The reason of the latest failed call of ``judge`` on the clip ``clip_key`` (None if none)."""
-    from storage.models import JudgeCall, JudgeRun
-
-    with store.session() as s:
-        return s.execute(
-            select(JudgeCall.failure_reason)
-            .join(JudgeRun, col(JudgeRun.id) == col(JudgeCall.judge_run_id))
-            .join(Clip, col(Clip.id) == col(JudgeCall.clip_id))
-            .where(JudgeRun.judge_name == judge, Clip.key == clip_key, JudgeCall.status == "failed")
-            .order_by(col(JudgeCall.id).desc())
+    call, run, clip = T.judge_call.c, T.judge_run.c, T.clip.c
+    with store.read() as connection:
+        return connection.execute(
+            select(call.failure_reason)
+            .join(T.judge_run, run.id == call.judge_run_id)
+            .join(T.clip, clip.id == call.clip_id)
+            .where(run.judge_name == judge, clip.key == clip_key, call.status == "failed")
+            .order_by(call.id.desc())
             .limit(1)
         ).scalar()
 

@@ -1,6 +1,8 @@
 """The read commands start without what they do not use (checked by module, never timed; bench P11 times them).
 
 `aglw clips show` and `judgments show` read the store and print: no numpy, pandas, scipy or torch.
+Every read selects from the Core read model (storage/tables.py): none loads SQLModel or the ORM
+(with pydantic ~0.2 s of each start, issue 32).
 `metrics` and `leaderboard` compute with numpy (workbench/metrics) on the values read, never with
 pandas (nor pyarrow, which pandas loads: ~0.3 s of start-up, issue 32), torch or scipy.
 """
@@ -29,7 +31,7 @@ def _imported_by(argv: list[str], tmp_path: Path) -> set[str]:
         "import sys, json\n"
         "from cli.main import main\n"
         f"code = main({argv!r})\n"
-        "heavy = ('numpy', 'pandas', 'scipy', 'torch', 'librosa', 'PySide6', 'pyarrow')\n"
+        "heavy = ('numpy', 'pandas', 'scipy', 'torch', 'librosa', 'PySide6', 'pyarrow', 'sqlmodel', 'sqlalchemy.orm')\n"
         "print(json.dumps([code, sorted(m for m in heavy if m in sys.modules)]))\n"
     )
     env = {"AGLW_CONFIG_DIR": str(tmp_path / "config"), "AGLW_CACHE_DIR": str(tmp_path / "cache"), "COLUMNS": "120",
@@ -50,5 +52,6 @@ def test_reads_import_only_what_they_use(demo_db: Path, tmp_path: Path) -> None:
     db = ["--db", str(demo_db)]
     assert _imported_by([*db, "clips", "show", key], tmp_path) == set()
     assert _imported_by([*db, "judgments", "show"], tmp_path) == set()
+    assert _imported_by([*db, "clips", "list"], tmp_path) == set()
     for argv in (["metrics", "--model", model], ["leaderboard"], ["--json", "leaderboard", "--profile", "iso"]):
         assert _imported_by([*db, *argv], tmp_path) == {"numpy"}, argv

@@ -13,6 +13,7 @@ from sqlmodel import select
 
 from storage import Store
 from storage.models import Clip, SpatialEvent
+from workbench.clip_ids import clip_id_for_key
 from workbench.errors import InputError
 from workbench.events.model import FRAME_S, STARSS23_CLASSES
 from workbench.events.service import EventService, clip_audio_path, clip_info
@@ -24,7 +25,6 @@ from workbench.events.starss23 import (
     read_metadata,
     rows_to_events,
 )
-from workbench.labels import clip_id_for_key
 from workbench.outputs import check_file_target, write_text
 from workbench.tasks import TaskContext
 

@@ -10,26 +10,26 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from storage import Store
-from storage.models import AlmRun, Clip, Prediction
+from storage import tables as T
 from workbench.metrics.core import Profile
 
 
 def has_continent_labels(store: Store, model: str) -> bool:
     """Whether the model's answers are scored against given (not derived) continent labels: those
     of its linked clips, or, for records linked to no clip, the records' own true continents."""
-    with store.session() as session:
-        clips = session.execute(
-            select(Clip.continent, Clip.derived)
-            .join(Prediction, Prediction.clip_id == Clip.id)
-            .join(AlmRun, AlmRun.id == Prediction.alm_run_id)
-            .where(AlmRun.model == model, Clip.continent.is_not(None))
+    with store.read() as connection:
+        clips = connection.execute(
+            select(T.clip.c.continent, T.clip.c.derived)
+            .join(T.prediction, T.prediction.c.clip_id == T.clip.c.id)
+            .join(T.alm_run, T.alm_run.c.id == T.prediction.c.alm_run_id)
+            .where(T.alm_run.c.model == model, T.clip.c.continent.is_not(None))
         ).all()
         if any("continent" not in (derived or []) for _, derived in clips):
             return True
-        unlinked = session.execute(
-            select(Prediction.true_continent)
-            .join(AlmRun, AlmRun.id == Prediction.alm_run_id)
-            .where(AlmRun.model == model, Prediction.clip_id.is_(None), Prediction.true_continent.is_not(None))
+        unlinked = connection.execute(
+            select(T.prediction.c.true_continent)
+            .join(T.alm_run, T.alm_run.c.id == T.prediction.c.alm_run_id)
+            .where(T.alm_run.c.model == model, T.prediction.c.clip_id.is_(None), T.prediction.c.true_continent.is_not(None))
         ).scalars()
         return any(str(value).strip() for value in unlinked)
 

@@ -20,7 +20,7 @@ import numpy as np
 from sqlalchemy import or_, select
 
 from storage import Store
-from storage.models import AlmRun, Clip, Prediction
+from storage import tables as T
 from workbench.agl1k_record import PREDICTED_FIELDS, TRUE_FIELDS
 
 if TYPE_CHECKING:
@@ -35,7 +35,10 @@ RECORD_COLUMNS = (*TRUE_FIELDS, *PREDICTED_FIELDS, "distance_error_km")
 COORDINATES = ("true_latitude", "true_longitude", "predicted_latitude", "predicted_longitude")
 
 
-def answered_alm_runs(session: Any) -> list[tuple[int, str]]:
+# The Core read model's columns (storage.tables): the metrics start without the ORM (issue 32).
+P, A, C = T.prediction.c, T.alm_run.c, T.clip.c
+
+def answered_alm_runs(connection: Any) -> list[tuple[int, str]]:
     """The ALM runs that hold at least one answer, as ``(run id, model)`` ordered by model.
 
     The one rule for "which ALMs are models" (the metrics' model list, the models `judge` and
@@ -43,22 +46,22 @@ def answered_alm_runs(session: Any) -> list[tuple[int, str]]:
     record, but without an answer it is no model, and it must not make "the only imported ALM"
     ambiguous.
     """
-    answered = select(Prediction.alm_run_id).distinct()
-    rows = session.execute(select(AlmRun.id, AlmRun.model).where(AlmRun.id.in_(answered))  # type: ignore[union-attr]
-                           .order_by(AlmRun.model)).all()
+    answered = select(P.alm_run_id).distinct()
+    rows = connection.execute(select(A.id, A.model).where(A.id.in_(answered))
+                           .order_by(A.model)).all()
     return [(int(run_id), str(model)) for run_id, model in rows]
 
 
-def unanswered_alm_run_text(session: Any, model: str) -> str | None:
+def unanswered_alm_run_text(connection: Any, model: str) -> str | None:
     """Why the run named ``model`` cannot be chosen when it exists without answers, else None."""
-    run_id = session.execute(select(AlmRun.id).where(AlmRun.model == model)).scalar()
-    if run_id is None or session.execute(select(Prediction.id).where(Prediction.alm_run_id == run_id).limit(1)).first():
+    run_id = connection.execute(select(A.id).where(A.model == model)).scalar()
+    if run_id is None or connection.execute(select(P.id).where(P.alm_run_id == run_id).limit(1)).first():
         return None
     return (f"the ALM run {model!r} holds no answers yet (its `aglw alm run` stopped before any was stored); "
             "run it again, or choose another with --alm")
 
 
-def _remeasured(session: Any, model: str | None = None) -> dict[int, float]:
+def _remeasured(connection: Any, model: str | None = None) -> dict[int, float]:
     """Prediction id -> distance error (km, NaN when undefined) of the rows whose stored
     distance was not measured from their clip's position: the record states another true
     position (a row stored before the import measured from the clip, or linked to its clip only
@@ -70,22 +73,22 @@ def _remeasured(session: Any, model: str | None = None) -> dict[int, float]:
     from workbench.metrics.distance import SAME_POSITION_DEG, answer_distance_km
 
     off = or_(
-        Prediction.true_latitude.is_(None),  # type: ignore[union-attr]
-        Prediction.true_longitude.is_(None),  # type: ignore[union-attr]
-        Prediction.distance_error_km.is_(None),  # type: ignore[union-attr]
-        func.abs(Prediction.true_latitude - Clip.latitude) > SAME_POSITION_DEG,
-        func.abs(Prediction.true_longitude - Clip.longitude) > SAME_POSITION_DEG,
+        P.true_latitude.is_(None),
+        P.true_longitude.is_(None),
+        P.distance_error_km.is_(None),
+        func.abs(P.true_latitude - C.latitude) > SAME_POSITION_DEG,
+        func.abs(P.true_longitude - C.longitude) > SAME_POSITION_DEG,
     )
     query = (
-        select(Prediction.id, Prediction.predicted_latitude, Prediction.predicted_longitude, Clip.latitude,
-               Clip.longitude)
-        .join(Clip, Clip.id == Prediction.clip_id)
-        .where(Clip.latitude.is_not(None), Clip.longitude.is_not(None), off)  # type: ignore[union-attr]
+        select(P.id, P.predicted_latitude, P.predicted_longitude, C.latitude,
+               C.longitude)
+        .join(T.clip, C.id == P.clip_id)
+        .where(C.latitude.is_not(None), C.longitude.is_not(None), off)
     )
     if model is not None:
-        query = query.join(AlmRun, AlmRun.id == Prediction.alm_run_id).where(AlmRun.model == model)
+        query = query.join(T.alm_run, A.id == P.alm_run_id).where(A.model == model)
     out: dict[int, float] = {}
-    for row_id, pred_lat, pred_lon, lat, lon in session.execute(query).all():
+    for row_id, pred_lat, pred_lon, lat, lon in connection.execute(query).all():
         value = answer_distance_km(pred_lat, pred_lon, lat, lon)
         out[int(row_id)] = math.nan if value is None else value
     return out
@@ -116,18 +119,18 @@ def record_frame(store: Store, model: str | None) -> pd.DataFrame:
 def record_columns(store: Store, model: str | None) -> dict[str, np.ndarray]:
     """The columns of :func:`record_frame` as object arrays holding the values read (no DataFrame:
     :func:`~workbench.metrics.service.model_metrics` computes on these)."""
-    columns = [getattr(Prediction, name) for name in RECORD_COLUMNS]
+    columns = [P[name] for name in RECORD_COLUMNS]
     query = (
-        select(Prediction.id, AlmRun.model, Prediction.question_id, *columns, Clip.human_sounds)
-        .join(AlmRun, AlmRun.id == Prediction.alm_run_id)
-        .outerjoin(Clip, Clip.id == Prediction.clip_id)
-        .order_by(AlmRun.model, Prediction.id)
+        select(P.id, A.model, P.question_id, *columns, C.human_sounds)
+        .join(T.alm_run, A.id == P.alm_run_id)
+        .outerjoin(T.clip, C.id == P.clip_id)
+        .order_by(A.model, P.id)
     )
     if model is not None:
-        query = query.where(AlmRun.model == model)
-    with store.session() as session:
-        rows = session.execute(query).all()
-        remeasured = _remeasured(session, model)
+        query = query.where(A.model == model)
+    with store.read() as connection:
+        rows = connection.execute(query).all()
+        remeasured = _remeasured(connection, model)
     out = {name: object_array([row[index] for row in rows]) for index, name in enumerate(RECORD_NAMES)}
     if remeasured and rows:
         out["distance_error_km"] = _apply_remeasured(out["id"], out["distance_error_km"], remeasured)
@@ -142,15 +145,15 @@ def _truth_positions(store: Store, ids: np.ndarray) -> list[tuple[Any, Any]]:
 
     wanted = [int(row_id) for row_id in ids.tolist()]
     found: dict[int, tuple[Any, Any]] = {}
-    with store.session() as session:
+    with store.read() as connection:
         for start in range(0, len(wanted), 500):
             query = (
-                select(Prediction.id, Clip.latitude, Clip.longitude, Prediction.true_latitude,
-                       Prediction.true_longitude)
-                .outerjoin(Clip, Clip.id == Prediction.clip_id)
-                .where(Prediction.id.in_(wanted[start:start + 500]))  # type: ignore[union-attr]
+                select(P.id, C.latitude, C.longitude, P.true_latitude,
+                       P.true_longitude)
+                .outerjoin(T.clip, C.id == P.clip_id)
+                .where(P.id.in_(wanted[start:start + 500]))
             )
-            for row_id, clip_lat, clip_lon, record_lat, record_lon in session.execute(query).all():
+            for row_id, clip_lat, clip_lon, record_lat, record_lon in connection.execute(query).all():
                 found[int(row_id)] = truth_position(clip_lat, clip_lon, record_lat, record_lon)
     return [found.get(row_id, (None, None)) for row_id in wanted]
 
@@ -169,12 +172,12 @@ def alias_accepted(store: Store, columns: Mapping[str, np.ndarray], table: Alias
                             lambda rows: _truth_positions(store, ids[rows]))
 
 
-def _fetch(session: Any, query: Any) -> list[tuple]:
+def _fetch(connection: Any, query: Any) -> list[tuple]:
     """Rows of a parameter-free query through the DB-API cursor: a leaderboard reads tens of
     thousands of rows, and building SQLAlchemy rows for them cost as much as the metrics."""
     # No parameters are bound, so the compiled text runs as is on SQLite and PostgreSQL.
-    sql = str(query.compile(dialect=session.get_bind().dialect))
-    cursor = session.connection().connection.cursor()
+    sql = str(query.compile(dialect=connection.dialect))
+    cursor = connection.connection.cursor()
     try:
         cursor.execute(sql)
         return cursor.fetchall()
@@ -207,29 +210,29 @@ def metric_records(store: Store, *, human_sounds: bool, question_ids: bool = Fal
     built: the DB-API rows become one object array per column, which is what the metrics read.
     """
     read = [name for name in RECORD_COLUMNS if name not in COORDINATES] + ["refused"]
-    unstored = or_(Prediction.distance_error_km.is_(None), Prediction.refused.is_(None))  # type: ignore[union-attr]
-    with store.session() as session:
-        runs = dict(session.execute(select(AlmRun.id, AlmRun.model)).all())
-        lacking = session.execute(select(Prediction.id).where(unstored).limit(1)).first() is not None
+    unstored = or_(P.distance_error_km.is_(None), P.refused.is_(None))
+    with store.read() as connection:
+        runs = dict(connection.execute(select(A.id, A.model)).all())
+        lacking = connection.execute(select(P.id).where(unstored).limit(1)).first() is not None
         if lacking:
             read += list(COORDINATES)
         # The row id sits in every index: reading it keeps the scan on the covering index.
         names = ["id", "alm_run_id", *read]
-        rows = _fetch(session, select(*(getattr(Prediction, name) for name in names)))
+        rows = _fetch(connection, select(*(P[name] for name in names)))
         need_links = human_sounds or lacking
         clip_info = {row[0]: row[1:] for row in _fetch(
-            session, select(Clip.id, Clip.dataset_id, Clip.human_sounds, Clip.latitude, Clip.longitude))}
+            connection, select(C.id, C.dataset_id, C.human_sounds, C.latitude, C.longitude))}
         if need_links:
             # Joining the clip would read the table rows (the covering index has no clip id);
             # the clip links come from their own index instead, and are matched by row id.
-            clip_of = dict(_fetch(session, select(Prediction.id, Prediction.clip_id)))
+            clip_of = dict(_fetch(connection, select(P.id, P.clip_id)))
         else:
             # The coverage needs only each model's dataset: an import links a result file to one
             # dataset, so one linked row per run names it (no scan of every row's link).
-            first_clip = {run_id: session.execute(select(Prediction.clip_id).where(
-                Prediction.alm_run_id == run_id, Prediction.clip_id.is_not(None)).limit(1)).scalar()  # type: ignore[union-attr]
+            first_clip = {run_id: connection.execute(select(P.clip_id).where(
+                P.alm_run_id == run_id, P.clip_id.is_not(None)).limit(1)).scalar()
                 for run_id in runs}
-        keys = dict(_fetch(session, select(Prediction.id, Prediction.question_id))) if question_ids else {}
+        keys = dict(_fetch(connection, select(P.id, P.question_id))) if question_ids else {}
     table = np.empty((len(rows), len(names)), dtype=object)
     if rows:
         table[:] = rows

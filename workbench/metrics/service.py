@@ -11,7 +11,7 @@ import numpy as np
 from sqlalchemy import select
 
 from storage import Store
-from storage.models import Clip
+from storage import tables as T
 from workbench.errors import AglwError
 from workbench.metrics.aggregate import map_pairs, map_values, metric_inputs, metrics_of
 from workbench.metrics.continents import continent_of_iso
@@ -53,8 +53,8 @@ NO_CONTINENT = "(missing)"
 
 def model_names(store: Store) -> list[str]:
     """Names of the models with answers stored, alphabetically (:func:`~workbench.metrics.records.answered_alm_runs`)."""
-    with store.session() as session:
-        return [model for _, model in answered_alm_runs(session)]
+    with store.read() as connection:
+        return [model for _, model in answered_alm_runs(connection)]
 
 
 def prediction_records(store: Store, model: str | None = None) -> pd.DataFrame:
@@ -192,8 +192,9 @@ def _common_mask(records: MetricRecords, listed: list[int]) -> tuple[np.ndarray,
 def _dataset_sizes(store: Store, profile: str, by: str | None) -> dict[tuple[Any, Any], int]:
     """(dataset id, group) -> how many of the dataset's clips fall in the group (group None
     without a breakdown): the denominator of each row's coverage."""
-    with store.session() as session:
-        clips = session.execute(select(Clip.dataset_id, Clip.country, Clip.continent, Clip.human_sounds)).all()
+    clip = T.clip.c
+    with store.read() as connection:
+        clips = connection.execute(select(clip.dataset_id, clip.country, clip.continent, clip.human_sounds)).all()
     if not clips:
         return {}
     dataset = object_array([c[0] for c in clips])

@@ -54,8 +54,8 @@ from storage.models import (
     Tag,
     TagTimeline,
 )
+from workbench.clip_ids import clip_id_for_key
 from workbench.errors import InputError
-from workbench.labels import clip_id_for_key
 from workbench.project import current_tagger_run, latest_curation_run_id, latest_judgments, speech_probabilities
 from workbench.review.rules import (
     IN_PROGRESS,

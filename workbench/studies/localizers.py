@@ -15,17 +15,17 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlmodel import select
+from sqlalchemy import select
 
 from storage import Store
-from storage.models import Annotator, Clip, HumanGuess
+from storage import tables as T
 from workbench.errors import InputError
 from workbench.strict_numbers import check_float, check_text, parse_float
-from workbench.labels import UNSET, LabelChange
-from workbench.versioned_rows import FieldHistory, write_versioned
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from workbench.labels import LabelChange
 
     from workbench.country_aliases import AliasTable
 
@@ -34,6 +34,9 @@ FIELDS = ("latitude", "longitude", "confidence", "city", "country", "continent")
 
 
 def _check(values: dict[str, Any]) -> dict[str, Any]:
+    # The write side loads the ORM models; the leaderboard's reads below start without them (issue 32).
+    from workbench.labels import UNSET
+
     clean = {}
     for name, value in values.items():
         if value is UNSET:
@@ -69,6 +72,10 @@ class GuessService:
     def set_guess(self, annotator_id: int, clip_id: int, *, command_id: str | None = None, action: str = "do",
                   expected_version: int | None = None, **values: Any) -> LabelChange:
         """Set (part of) a guess; latitude and longitude go together; one transaction with history."""
+        from storage.models import Annotator, Clip, HumanGuess
+        from workbench.labels import LabelChange
+        from workbench.versioned_rows import FieldHistory, write_versioned
+
         unknown = set(values) - set(FIELDS)
         if unknown:
             raise InputError(f"unknown guess field(s) {', '.join(sorted(unknown))}; use {', '.join(FIELDS)}")
@@ -107,10 +114,12 @@ def guess_for(store: Store, annotator_id: int, clip_id: int) -> GuessView:
     """The annotator's stored guess of a clip, scored against the clip's true location."""
     from workbench.metrics.distance import answer_distance_km
 
-    with store.session() as s:
-        row = s.exec(select(HumanGuess).where(HumanGuess.annotator_id == annotator_id,
-                                              HumanGuess.clip_id == clip_id)).first()
-        clip = s.get(Clip, clip_id)
+    guess, clip_table = T.human_guess, T.clip
+    with store.read() as connection:
+        row = connection.execute(select(guess).where(guess.c.annotator_id == annotator_id,
+                                                     guess.c.clip_id == clip_id)).first()
+        clip = connection.execute(select(clip_table.c.latitude, clip_table.c.longitude)
+                                  .where(clip_table.c.id == clip_id)).first()
         truth = (None, None) if clip is None else (clip.latitude, clip.longitude)
     if row is None:
         return GuessView(None, None, None, 0, None)
@@ -153,18 +162,25 @@ def guess_records(store: Store) -> pd.DataFrame:
 
 def _guess_rows(store: Store) -> list[dict[str, Any]]:
     """The rows of :func:`guess_records` (no DataFrame: a project without guesses never needs one)."""
-    with store.session() as s:
-        rows = s.exec(select(HumanGuess, Annotator.pseudonym, Clip).join(
-            Annotator, Annotator.id == HumanGuess.annotator_id).join(Clip, Clip.id == HumanGuess.clip_id)).all()
-    guesses = [(g, pseudonym, clip) for g, pseudonym, clip in rows if g.latitude is not None and g.longitude is not None]
-    places = gazetteer_places([(float(g.latitude), float(g.longitude)) for g, _, _ in guesses])
+    guess, annotator, clip_table = T.human_guess.c, T.annotator.c, T.clip.c
+    with store.read() as connection:
+        rows = connection.execute(
+            select(guess.latitude, guess.longitude, guess.confidence, guess.city, guess.country, guess.continent,
+                   annotator.pseudonym, clip_table.key, clip_table.dataset_id,
+                   clip_table.latitude.label("clip_latitude"), clip_table.longitude.label("clip_longitude"),
+                   clip_table.city.label("clip_city"), clip_table.country.label("clip_country"),
+                   clip_table.continent.label("clip_continent"))
+            .join(T.annotator, annotator.id == guess.annotator_id).join(T.clip, clip_table.id == guess.clip_id)
+        ).all()
+    guesses = [g for g in rows if g.latitude is not None and g.longitude is not None]
+    places = gazetteer_places([(float(g.latitude), float(g.longitude)) for g in guesses])
     records = []
-    for (g, pseudonym, clip), (city, country, continent) in zip(guesses, places, strict=True):
+    for g, (city, country, continent) in zip(guesses, places, strict=True):
         records.append({
-            "model": f"human:{pseudonym}", "clip_key": clip.key, "dataset_id": clip.dataset_id,
+            "model": f"human:{g.pseudonym}", "clip_key": g.key, "dataset_id": g.dataset_id,
             "confidence": g.confidence,
-            "true_latitude": clip.latitude, "true_longitude": clip.longitude, "true_city": clip.city,
-            "true_country": clip.country, "true_continent": clip.continent,
+            "true_latitude": g.clip_latitude, "true_longitude": g.clip_longitude, "true_city": g.clip_city,
+            "true_country": g.clip_country, "true_continent": g.clip_continent,
             "predicted_latitude": repr(float(g.latitude)), "predicted_longitude": repr(float(g.longitude)),
             "predicted_city": g.city or city, "predicted_country": g.country or country,
             "predicted_continent": g.continent or continent, "refused": False,
@@ -175,8 +191,10 @@ def _guess_rows(store: Store) -> list[dict[str, Any]]:
 def _dataset_sizes(store: Store) -> dict[int, int]:
     from sqlalchemy import func
 
-    with store.session() as s:
-        return {int(d): int(n) for d, n in s.exec(select(Clip.dataset_id, func.count()).group_by(Clip.dataset_id))}
+    clip = T.clip.c
+    with store.read() as connection:
+        return {int(d): int(n) for d, n in connection.execute(select(clip.dataset_id, func.count())
+                                                              .group_by(clip.dataset_id))}
 
 
 def human_leaderboard(store: Store, profile: str = "agl1k", *, ci: bool = False, bootstrap: int = 2000,
