@@ -13,532 +13,624 @@ defaults are not here: nothing creates or writes a table through this module.
 
 from __future__ import annotations
 
+import threading
+
 from sqlalchemy import JSON, Boolean, Column, Float, ForeignKey, Integer, MetaData, String, Table, Text
 
 from storage.utc import UTCDateTime
 
+# Every table is built on first use (``tables.clip``), ~30 µs a column: a read builds the few it
+# selects from, not all of them (issue 32). ``all_tables()`` builds the rest.
 metadata = MetaData()
 
 
-alm_answer = Table(
-    'alm_answer',
-    metadata,
-    Column('id', Integer, primary_key=True),
-    Column('alm_job_id', Integer, ForeignKey('alm_job.id'), nullable=False),
-    Column('alm_run_id', Integer, ForeignKey('alm_run.id'), nullable=False),
-    Column('clip_id', Integer, ForeignKey('clip.id')),
-    Column('clip_key', String, nullable=False),
-    Column('fingerprint', String),
-    Column('sample', Integer, nullable=False),
-    Column('cache_key', String),
-    Column('status', String, nullable=False),
-    Column('reason', Text),
-    Column('raw_output', Text),
-    Column('parsed', JSON),
-    Column('input_tokens', Integer),
-    Column('output_tokens', Integer),
-    Column('latency_s', Float),
-    Column('cost_usd', Float),
-    Column('attempts', Integer, nullable=False),
-    Column('audio', JSON),
-    Column('prediction_id', Integer, ForeignKey('prediction.id')),
-    Column('created_at', UTCDateTime, nullable=False),
-)
+def _alm_answer() -> Table:
+    return Table(
+        'alm_answer',
+        metadata,
+        Column('id', Integer, primary_key=True),
+        Column('alm_job_id', Integer, ForeignKey('alm_job.id'), nullable=False),
+        Column('alm_run_id', Integer, ForeignKey('alm_run.id'), nullable=False),
+        Column('clip_id', Integer, ForeignKey('clip.id')),
+        Column('clip_key', String, nullable=False),
+        Column('fingerprint', String),
+        Column('sample', Integer, nullable=False),
+        Column('cache_key', String),
+        Column('status', String, nullable=False),
+        Column('reason', Text),
+        Column('raw_output', Text),
+        Column('parsed', JSON),
+        Column('input_tokens', Integer),
+        Column('output_tokens', Integer),
+        Column('latency_s', Float),
+        Column('cost_usd', Float),
+        Column('attempts', Integer, nullable=False),
+        Column('audio', JSON),
+        Column('prediction_id', Integer, ForeignKey('prediction.id')),
+        Column('created_at', UTCDateTime, nullable=False),
+    )
 
 
-alm_job = Table(
-    'alm_job',
-    metadata,
-    Column('id', Integer, primary_key=True),
-    Column('alm_run_id', Integer, ForeignKey('alm_run.id'), nullable=False),
-    Column('provider', String, nullable=False),
-    Column('api_model', String, nullable=False),
-    Column('base_url', String),
-    Column('prompt_version', String, nullable=False),
-    Column('options', JSON),
-    Column('seed', Integer),
-    Column('samples', Integer, nullable=False),
-    Column('status', String, nullable=False),
-    Column('requested', Integer, nullable=False),
-    Column('answered', Integer, nullable=False),
-    Column('skipped_cached', Integer, nullable=False),
-    Column('failed', Integer, nullable=False),
-    Column('input_tokens', Integer, nullable=False),
-    Column('output_tokens', Integer, nullable=False),
-    Column('cost_usd', Float),
-    Column('started_at', UTCDateTime, nullable=False),
-    Column('finished_at', UTCDateTime),
-)
+def _alm_job() -> Table:
+    return Table(
+        'alm_job',
+        metadata,
+        Column('id', Integer, primary_key=True),
+        Column('alm_run_id', Integer, ForeignKey('alm_run.id'), nullable=False),
+        Column('provider', String, nullable=False),
+        Column('api_model', String, nullable=False),
+        Column('base_url', String),
+        Column('prompt_version', String, nullable=False),
+        Column('options', JSON),
+        Column('seed', Integer),
+        Column('samples', Integer, nullable=False),
+        Column('status', String, nullable=False),
+        Column('requested', Integer, nullable=False),
+        Column('answered', Integer, nullable=False),
+        Column('skipped_cached', Integer, nullable=False),
+        Column('failed', Integer, nullable=False),
+        Column('input_tokens', Integer, nullable=False),
+        Column('output_tokens', Integer, nullable=False),
+        Column('cost_usd', Float),
+        Column('started_at', UTCDateTime, nullable=False),
+        Column('finished_at', UTCDateTime),
+    )
 
 
-alm_run = Table(
-    'alm_run',
-    metadata,
-    Column('id', Integer, primary_key=True),
-    Column('model', String, nullable=False),
-    Column('source_path', String),
-    Column('source_sha256', String),
-    Column('container', String),
-    Column('seed', Integer),
-    Column('imported_at', UTCDateTime, nullable=False),
-    Column('is_demo', Boolean, nullable=False),
-)
+def _alm_run() -> Table:
+    return Table(
+        'alm_run',
+        metadata,
+        Column('id', Integer, primary_key=True),
+        Column('model', String, nullable=False),
+        Column('source_path', String),
+        Column('source_sha256', String),
+        Column('container', String),
+        Column('seed', Integer),
+        Column('imported_at', UTCDateTime, nullable=False),
+        Column('is_demo', Boolean, nullable=False),
+    )
 
 
-annotator = Table(
-    'annotator',
-    metadata,
-    Column('id', Integer, primary_key=True),
-    Column('name', String, nullable=False),
-    Column('role', String, nullable=False),
-    Column('pseudonym', String, nullable=False),
-    Column('created_at', UTCDateTime, nullable=False),
-)
+def _annotator() -> Table:
+    return Table(
+        'annotator',
+        metadata,
+        Column('id', Integer, primary_key=True),
+        Column('name', String, nullable=False),
+        Column('role', String, nullable=False),
+        Column('pseudonym', String, nullable=False),
+        Column('created_at', UTCDateTime, nullable=False),
+    )
 
 
-category_label = Table(
-    'category_label',
-    metadata,
-    Column('id', Integer, primary_key=True),
-    Column('annotator_id', Integer, ForeignKey('annotator.id'), nullable=False),
-    Column('clip_id', Integer, ForeignKey('clip.id'), nullable=False),
-    Column('category_id', String, nullable=False),
-    Column('contribution', Integer),
-    Column('effect', String),
-    Column('polarity', String),
-    Column('version', Integer, nullable=False),
-    Column('updated_at', UTCDateTime, nullable=False),
-)
+def _category_label() -> Table:
+    return Table(
+        'category_label',
+        metadata,
+        Column('id', Integer, primary_key=True),
+        Column('annotator_id', Integer, ForeignKey('annotator.id'), nullable=False),
+        Column('clip_id', Integer, ForeignKey('clip.id'), nullable=False),
+        Column('category_id', String, nullable=False),
+        Column('contribution', Integer),
+        Column('effect', String),
+        Column('polarity', String),
+        Column('version', Integer, nullable=False),
+        Column('updated_at', UTCDateTime, nullable=False),
+    )
 
 
-category_polarity = Table(
-    'category_polarity',
-    metadata,
-    Column('id', Integer, primary_key=True),
-    Column('annotator_id', Integer, ForeignKey('annotator.id'), nullable=False),
-    Column('category_id', String, nullable=False),
-    Column('polarity', String),
-    Column('version', Integer, nullable=False),
-    Column('updated_at', UTCDateTime, nullable=False),
-)
+def _category_polarity() -> Table:
+    return Table(
+        'category_polarity',
+        metadata,
+        Column('id', Integer, primary_key=True),
+        Column('annotator_id', Integer, ForeignKey('annotator.id'), nullable=False),
+        Column('category_id', String, nullable=False),
+        Column('polarity', String),
+        Column('version', Integer, nullable=False),
+        Column('updated_at', UTCDateTime, nullable=False),
+    )
 
 
-clip = Table(
-    'clip',
-    metadata,
-    Column('id', Integer, primary_key=True),
-    Column('dataset_id', Integer, ForeignKey('dataset.id'), nullable=False),
-    Column('key', String, nullable=False),
-    Column('short_key', String),
-    Column('longitude', Float),
-    Column('latitude', Float),
-    Column('altitude', Float),
-    Column('description', Text),
-    Column('title', Text),
-    Column('mp3name', String),
-    Column('mp3seconds', Float),
-    Column('city', String),
-    Column('country', String),
-    Column('continent', String),
-    Column('human_sounds', Float),
-    Column('animal', Float),
-    Column('music', Float),
-    Column('natural_sounds', Float),
-    Column('channel', Float),
-    Column('environment_and_background', Float),
-    Column('sounds_of_things', Float),
-    Column('source_ambiguous_sounds', Float),
-    Column('licence', String),
-    Column('recordist', String),
-    Column('url', Text),
-    Column('recorded_at', String),
-    Column('extra', JSON),
-    Column('derived', JSON),
-    Column('audio_path', String),
-    Column('sample_rate', Integer),
-    Column('n_channels', Integer),
-    Column('duration_s', Float),
-    Column('layout', String),
-    Column('layout_override', String),
-    Column('content_hash', String),
-    Column('is_demo', Boolean, nullable=False),
-)
+def _clip() -> Table:
+    return Table(
+        'clip',
+        metadata,
+        Column('id', Integer, primary_key=True),
+        Column('dataset_id', Integer, ForeignKey('dataset.id'), nullable=False),
+        Column('key', String, nullable=False),
+        Column('short_key', String),
+        Column('longitude', Float),
+        Column('latitude', Float),
+        Column('altitude', Float),
+        Column('description', Text),
+        Column('title', Text),
+        Column('mp3name', String),
+        Column('mp3seconds', Float),
+        Column('city', String),
+        Column('country', String),
+        Column('continent', String),
+        Column('human_sounds', Float),
+        Column('animal', Float),
+        Column('music', Float),
+        Column('natural_sounds', Float),
+        Column('channel', Float),
+        Column('environment_and_background', Float),
+        Column('sounds_of_things', Float),
+        Column('source_ambiguous_sounds', Float),
+        Column('licence', String),
+        Column('recordist', String),
+        Column('url', Text),
+        Column('recorded_at', String),
+        Column('extra', JSON),
+        Column('derived', JSON),
+        Column('audio_path', String),
+        Column('sample_rate', Integer),
+        Column('n_channels', Integer),
+        Column('duration_s', Float),
+        Column('layout', String),
+        Column('layout_override', String),
+        Column('content_hash', String),
+        Column('is_demo', Boolean, nullable=False),
+    )
 
 
-clip_label = Table(
-    'clip_label',
-    metadata,
-    Column('id', Integer, primary_key=True),
-    Column('annotator_id', Integer, ForeignKey('annotator.id'), nullable=False),
-    Column('clip_id', Integer, ForeignKey('clip.id'), nullable=False),
-    Column('rating', Integer),
-    Column('decision', String),
-    Column('note', Text),
-    Column('quality_overruled', Boolean),
-    Column('version', Integer, nullable=False),
-    Column('updated_at', UTCDateTime, nullable=False),
-)
+def _clip_label() -> Table:
+    return Table(
+        'clip_label',
+        metadata,
+        Column('id', Integer, primary_key=True),
+        Column('annotator_id', Integer, ForeignKey('annotator.id'), nullable=False),
+        Column('clip_id', Integer, ForeignKey('clip.id'), nullable=False),
+        Column('rating', Integer),
+        Column('decision', String),
+        Column('note', Text),
+        Column('quality_overruled', Boolean),
+        Column('version', Integer, nullable=False),
+        Column('updated_at', UTCDateTime, nullable=False),
+    )
 
 
-clip_quality = Table(
-    'clip_quality',
-    metadata,
-    Column('id', Integer, primary_key=True),
-    Column('clip_id', Integer, ForeignKey('clip.id'), nullable=False),
-    Column('rms_dbfs', Float),
-    Column('spectral_flatness', Float),
-    Column('clipping_ratio', Float),
-    Column('aci', Float),
-    Column('content_hash', String),
-    Column('computed_at', UTCDateTime, nullable=False),
-)
+def _clip_quality() -> Table:
+    return Table(
+        'clip_quality',
+        metadata,
+        Column('id', Integer, primary_key=True),
+        Column('clip_id', Integer, ForeignKey('clip.id'), nullable=False),
+        Column('rms_dbfs', Float),
+        Column('spectral_flatness', Float),
+        Column('clipping_ratio', Float),
+        Column('aci', Float),
+        Column('content_hash', String),
+        Column('computed_at', UTCDateTime, nullable=False),
+    )
 
 
-curation_category_result = Table(
-    'curation_category_result',
-    metadata,
-    Column('id', Integer, primary_key=True),
-    Column('run_id', Integer, ForeignKey('curation_run.id'), nullable=False),
-    Column('category_id', String, nullable=False),
-    Column('name', String),
-    Column('a', Float, nullable=False),
-    Column('a_bar', Float, nullable=False),
-    Column('support', Integer, nullable=False),
-    Column('fitted_polarity', String, nullable=False),
-    Column('polarity', String, nullable=False),
-    Column('overridden', Boolean, nullable=False),
-)
+def _curation_category_result() -> Table:
+    return Table(
+        'curation_category_result',
+        metadata,
+        Column('id', Integer, primary_key=True),
+        Column('run_id', Integer, ForeignKey('curation_run.id'), nullable=False),
+        Column('category_id', String, nullable=False),
+        Column('name', String),
+        Column('a', Float, nullable=False),
+        Column('a_bar', Float, nullable=False),
+        Column('support', Integer, nullable=False),
+        Column('fitted_polarity', String, nullable=False),
+        Column('polarity', String, nullable=False),
+        Column('overridden', Boolean, nullable=False),
+    )
 
 
-curation_clip_result = Table(
-    'curation_clip_result',
-    metadata,
-    Column('id', Integer, primary_key=True),
-    Column('run_id', Integer, ForeignKey('curation_run.id'), nullable=False),
-    Column('clip_id', Integer, ForeignKey('clip.id'), nullable=False),
-    Column('localizability', Float, nullable=False),
-    Column('percentile', Float, nullable=False),
-    Column('candidate', Boolean, nullable=False),
-    Column('quality_flags', JSON),
-)
+def _curation_clip_result() -> Table:
+    return Table(
+        'curation_clip_result',
+        metadata,
+        Column('id', Integer, primary_key=True),
+        Column('run_id', Integer, ForeignKey('curation_run.id'), nullable=False),
+        Column('clip_id', Integer, ForeignKey('clip.id'), nullable=False),
+        Column('localizability', Float, nullable=False),
+        Column('percentile', Float, nullable=False),
+        Column('candidate', Boolean, nullable=False),
+        Column('quality_flags', JSON),
+    )
 
 
-curation_run = Table(
-    'curation_run',
-    metadata,
-    Column('id', Integer, primary_key=True),
-    Column('created_at', UTCDateTime, nullable=False),
-    Column('parameters', JSON),
-    Column('input_fingerprint', String, nullable=False),
-    Column('alm_run_id', Integer, ForeignKey('alm_run.id')),
-    Column('summary', JSON),
-    Column('created_by', Integer, ForeignKey('annotator.id')),
-)
+def _curation_run() -> Table:
+    return Table(
+        'curation_run',
+        metadata,
+        Column('id', Integer, primary_key=True),
+        Column('created_at', UTCDateTime, nullable=False),
+        Column('parameters', JSON),
+        Column('input_fingerprint', String, nullable=False),
+        Column('alm_run_id', Integer, ForeignKey('alm_run.id')),
+        Column('summary', JSON),
+        Column('created_by', Integer, ForeignKey('annotator.id')),
+    )
 
 
-dataset = Table(
-    'dataset',
-    metadata,
-    Column('id', Integer, primary_key=True),
-    Column('name', String, nullable=False),
-    Column('format', String, nullable=False),
-    Column('source_path', String),
-    Column('source_sha256', String),
-    Column('column_mapping', String),
-    Column('mapping', JSON),
-    Column('imported_at', UTCDateTime, nullable=False),
-)
+def _dataset() -> Table:
+    return Table(
+        'dataset',
+        metadata,
+        Column('id', Integer, primary_key=True),
+        Column('name', String, nullable=False),
+        Column('format', String, nullable=False),
+        Column('source_path', String),
+        Column('source_sha256', String),
+        Column('column_mapping', String),
+        Column('mapping', JSON),
+        Column('imported_at', UTCDateTime, nullable=False),
+    )
 
 
-error_mode_label = Table(
-    'error_mode_label',
-    metadata,
-    Column('id', Integer, primary_key=True),
-    Column('annotator_id', Integer, ForeignKey('annotator.id'), nullable=False),
-    Column('clip_id', Integer, ForeignKey('clip.id'), nullable=False),
-    Column('alm_run_id', Integer, ForeignKey('alm_run.id'), nullable=False),
-    Column('modes', String),
-    Column('note', Text),
-    Column('version', Integer, nullable=False),
-    Column('updated_at', UTCDateTime, nullable=False),
-)
+def _error_mode_label() -> Table:
+    return Table(
+        'error_mode_label',
+        metadata,
+        Column('id', Integer, primary_key=True),
+        Column('annotator_id', Integer, ForeignKey('annotator.id'), nullable=False),
+        Column('clip_id', Integer, ForeignKey('clip.id'), nullable=False),
+        Column('alm_run_id', Integer, ForeignKey('alm_run.id'), nullable=False),
+        Column('modes', String),
+        Column('note', Text),
+        Column('version', Integer, nullable=False),
+        Column('updated_at', UTCDateTime, nullable=False),
+    )
 
 
-human_guess = Table(
-    'human_guess',
-    metadata,
-    Column('id', Integer, primary_key=True),
-    Column('annotator_id', Integer, ForeignKey('annotator.id'), nullable=False),
-    Column('clip_id', Integer, ForeignKey('clip.id'), nullable=False),
-    Column('latitude', Float),
-    Column('longitude', Float),
-    Column('confidence', Float),
-    Column('city', String),
-    Column('country', String),
-    Column('continent', String),
-    Column('version', Integer, nullable=False),
-    Column('updated_at', UTCDateTime, nullable=False),
-)
+def _human_guess() -> Table:
+    return Table(
+        'human_guess',
+        metadata,
+        Column('id', Integer, primary_key=True),
+        Column('annotator_id', Integer, ForeignKey('annotator.id'), nullable=False),
+        Column('clip_id', Integer, ForeignKey('clip.id'), nullable=False),
+        Column('latitude', Float),
+        Column('longitude', Float),
+        Column('confidence', Float),
+        Column('city', String),
+        Column('country', String),
+        Column('continent', String),
+        Column('version', Integer, nullable=False),
+        Column('updated_at', UTCDateTime, nullable=False),
+    )
 
 
-judge_call = Table(
-    'judge_call',
-    metadata,
-    Column('id', Integer, primary_key=True),
-    Column('judge_run_id', Integer, ForeignKey('judge_run.id'), nullable=False),
-    Column('clip_id', Integer, ForeignKey('clip.id'), nullable=False),
-    Column('fingerprint', String, nullable=False),
-    Column('attempt', Integer, nullable=False),
-    Column('custom_id', String),
-    Column('status', String, nullable=False),
-    Column('failure_reason', Text),
-    Column('stop_reason', String),
-    Column('raw_reply', Text),
-    Column('parsed', JSON),
-    Column('usage', JSON),
-    Column('cost_usd', Float),
-    Column('created_at', UTCDateTime, nullable=False),
-)
+def _judge_call() -> Table:
+    return Table(
+        'judge_call',
+        metadata,
+        Column('id', Integer, primary_key=True),
+        Column('judge_run_id', Integer, ForeignKey('judge_run.id'), nullable=False),
+        Column('clip_id', Integer, ForeignKey('clip.id'), nullable=False),
+        Column('fingerprint', String, nullable=False),
+        Column('attempt', Integer, nullable=False),
+        Column('custom_id', String),
+        Column('status', String, nullable=False),
+        Column('failure_reason', Text),
+        Column('stop_reason', String),
+        Column('raw_reply', Text),
+        Column('parsed', JSON),
+        Column('usage', JSON),
+        Column('cost_usd', Float),
+        Column('created_at', UTCDateTime, nullable=False),
+    )
 
 
-judge_error_mode = Table(
-    'judge_error_mode',
-    metadata,
-    Column('id', Integer, primary_key=True),
-    Column('judge_name', String, nullable=False),
-    Column('provider', String, nullable=False),
-    Column('model_id', String, nullable=False),
-    Column('prompt_version', String, nullable=False),
-    Column('clip_id', Integer, ForeignKey('clip.id'), nullable=False),
-    Column('alm_run_id', Integer, ForeignKey('alm_run.id'), nullable=False),
-    Column('fingerprint', String, nullable=False),
-    Column('modes', String),
-    Column('note', Text),
-    Column('status', String, nullable=False),
-    Column('failure_reason', Text),
-    Column('raw_reply', Text),
-    Column('input_tokens', Integer),
-    Column('output_tokens', Integer),
-    Column('created_at', UTCDateTime, nullable=False),
-)
+def _judge_error_mode() -> Table:
+    return Table(
+        'judge_error_mode',
+        metadata,
+        Column('id', Integer, primary_key=True),
+        Column('judge_name', String, nullable=False),
+        Column('provider', String, nullable=False),
+        Column('model_id', String, nullable=False),
+        Column('prompt_version', String, nullable=False),
+        Column('clip_id', Integer, ForeignKey('clip.id'), nullable=False),
+        Column('alm_run_id', Integer, ForeignKey('alm_run.id'), nullable=False),
+        Column('fingerprint', String, nullable=False),
+        Column('modes', String),
+        Column('note', Text),
+        Column('status', String, nullable=False),
+        Column('failure_reason', Text),
+        Column('raw_reply', Text),
+        Column('input_tokens', Integer),
+        Column('output_tokens', Integer),
+        Column('created_at', UTCDateTime, nullable=False),
+    )
 
 
-judge_run = Table(
-    'judge_run',
-    metadata,
-    Column('id', Integer, primary_key=True),
-    Column('judge_name', String, nullable=False),
-    Column('provider', String, nullable=False),
-    Column('model_id', String, nullable=False),
-    Column('prompt_version', String, nullable=False),
-    Column('options', JSON),
-    Column('alm_run_id', Integer, ForeignKey('alm_run.id')),
-    Column('tagger_run_id', Integer, ForeignKey('tagger_run.id')),
-    Column('mode', String, nullable=False),
-    Column('batch_id', String),
-    Column('request_map', JSON),
-    Column('status', String, nullable=False),
-    Column('created_at', UTCDateTime, nullable=False),
-    Column('finished_at', UTCDateTime),
-    Column('is_demo', Boolean, nullable=False),
-)
+def _judge_run() -> Table:
+    return Table(
+        'judge_run',
+        metadata,
+        Column('id', Integer, primary_key=True),
+        Column('judge_name', String, nullable=False),
+        Column('provider', String, nullable=False),
+        Column('model_id', String, nullable=False),
+        Column('prompt_version', String, nullable=False),
+        Column('options', JSON),
+        Column('alm_run_id', Integer, ForeignKey('alm_run.id')),
+        Column('tagger_run_id', Integer, ForeignKey('tagger_run.id')),
+        Column('mode', String, nullable=False),
+        Column('batch_id', String),
+        Column('request_map', JSON),
+        Column('status', String, nullable=False),
+        Column('created_at', UTCDateTime, nullable=False),
+        Column('finished_at', UTCDateTime),
+        Column('is_demo', Boolean, nullable=False),
+    )
 
 
-judgment = Table(
-    'judgment',
-    metadata,
-    Column('id', Integer, primary_key=True),
-    Column('judge_run_id', Integer, ForeignKey('judge_run.id'), nullable=False),
-    Column('judge_call_id', Integer, ForeignKey('judge_call.id')),
-    Column('clip_id', Integer, ForeignKey('clip.id'), nullable=False),
-    Column('category_id', String, nullable=False),
-    Column('contribution', Integer),
-    Column('effect', String),
-    Column('mentioned', Boolean),
-    Column('evidence', Text),
-    Column('evidence_found', Boolean),
-    Column('status', String, nullable=False),
-    Column('failure_reason', Text),
-)
+def _judgment() -> Table:
+    return Table(
+        'judgment',
+        metadata,
+        Column('id', Integer, primary_key=True),
+        Column('judge_run_id', Integer, ForeignKey('judge_run.id'), nullable=False),
+        Column('judge_call_id', Integer, ForeignKey('judge_call.id')),
+        Column('clip_id', Integer, ForeignKey('clip.id'), nullable=False),
+        Column('category_id', String, nullable=False),
+        Column('contribution', Integer),
+        Column('effect', String),
+        Column('mentioned', Boolean),
+        Column('evidence', Text),
+        Column('evidence_found', Boolean),
+        Column('status', String, nullable=False),
+        Column('failure_reason', Text),
+    )
 
 
-label_history = Table(
-    'label_history',
-    metadata,
-    Column('id', Integer, primary_key=True),
-    Column('annotator_id', Integer, ForeignKey('annotator.id'), nullable=False),
-    Column('entity', String, nullable=False),
-    Column('clip_id', Integer, ForeignKey('clip.id')),
-    Column('category_id', String),
-    Column('field', String, nullable=False),
-    Column('old_value', String),
-    Column('new_value', String),
-    Column('command_id', String, nullable=False),
-    Column('action', String, nullable=False),
-    Column('at', UTCDateTime, nullable=False),
-)
+def _label_history() -> Table:
+    return Table(
+        'label_history',
+        metadata,
+        Column('id', Integer, primary_key=True),
+        Column('annotator_id', Integer, ForeignKey('annotator.id'), nullable=False),
+        Column('entity', String, nullable=False),
+        Column('clip_id', Integer, ForeignKey('clip.id')),
+        Column('category_id', String),
+        Column('field', String, nullable=False),
+        Column('old_value', String),
+        Column('new_value', String),
+        Column('command_id', String, nullable=False),
+        Column('action', String, nullable=False),
+        Column('at', UTCDateTime, nullable=False),
+    )
 
 
-media_root = Table(
-    'media_root',
-    metadata,
-    Column('id', Integer, primary_key=True),
-    Column('dataset_id', Integer, ForeignKey('dataset.id')),
-    Column('path', String, nullable=False),
-)
+def _media_root() -> Table:
+    return Table(
+        'media_root',
+        metadata,
+        Column('id', Integer, primary_key=True),
+        Column('dataset_id', Integer, ForeignKey('dataset.id')),
+        Column('path', String, nullable=False),
+    )
 
 
-prediction = Table(
-    'prediction',
-    metadata,
-    Column('id', Integer, primary_key=True),
-    Column('alm_run_id', Integer, ForeignKey('alm_run.id'), nullable=False),
-    Column('clip_id', Integer, ForeignKey('clip.id')),
-    Column('question_id', String, nullable=False),
-    Column('task_id', String),
-    Column('true_city', String),
-    Column('true_country', String),
-    Column('true_continent', String),
-    Column('true_longitude', Float),
-    Column('true_latitude', Float),
-    Column('predicted_city', String),
-    Column('predicted_country', String),
-    Column('predicted_continent', String),
-    Column('predicted_longitude', String),
-    Column('predicted_latitude', String),
-    Column('reasoning', Text),
-    Column('model_output', Text),
-    Column('question', Text),
-    Column('seed', Integer),
-    Column('line_no', Integer),
-    Column('distance_error_km', Float),
-    Column('refused', Boolean),
-)
+def _prediction() -> Table:
+    return Table(
+        'prediction',
+        metadata,
+        Column('id', Integer, primary_key=True),
+        Column('alm_run_id', Integer, ForeignKey('alm_run.id'), nullable=False),
+        Column('clip_id', Integer, ForeignKey('clip.id')),
+        Column('question_id', String, nullable=False),
+        Column('task_id', String),
+        Column('true_city', String),
+        Column('true_country', String),
+        Column('true_continent', String),
+        Column('true_longitude', Float),
+        Column('true_latitude', Float),
+        Column('predicted_city', String),
+        Column('predicted_country', String),
+        Column('predicted_continent', String),
+        Column('predicted_longitude', String),
+        Column('predicted_latitude', String),
+        Column('reasoning', Text),
+        Column('model_output', Text),
+        Column('question', Text),
+        Column('seed', Integer),
+        Column('line_no', Integer),
+        Column('distance_error_km', Float),
+        Column('refused', Boolean),
+    )
 
 
-quality_overrule = Table(
-    'quality_overrule',
-    metadata,
-    Column('id', Integer, primary_key=True),
-    Column('annotator_id', Integer, ForeignKey('annotator.id'), nullable=False),
-    Column('clip_id', Integer, ForeignKey('clip.id'), nullable=False),
-    Column('flag', String, nullable=False),
-    Column('overruled', Boolean),
-    Column('note', Text),
-    Column('version', Integer, nullable=False),
-    Column('updated_at', UTCDateTime, nullable=False),
-)
+def _quality_overrule() -> Table:
+    return Table(
+        'quality_overrule',
+        metadata,
+        Column('id', Integer, primary_key=True),
+        Column('annotator_id', Integer, ForeignKey('annotator.id'), nullable=False),
+        Column('clip_id', Integer, ForeignKey('clip.id'), nullable=False),
+        Column('flag', String, nullable=False),
+        Column('overruled', Boolean),
+        Column('note', Text),
+        Column('version', Integer, nullable=False),
+        Column('updated_at', UTCDateTime, nullable=False),
+    )
 
 
-selection = Table(
-    'selection',
-    metadata,
-    Column('id', Integer, primary_key=True),
-    Column('run_id', Integer, ForeignKey('curation_run.id')),
-    Column('created_at', UTCDateTime, nullable=False),
-    Column('size', Integer, nullable=False),
-    Column('parameters', JSON),
-    Column('clip_ids', JSON),
-    Column('counts', JSON),
-)
+def _selection() -> Table:
+    return Table(
+        'selection',
+        metadata,
+        Column('id', Integer, primary_key=True),
+        Column('run_id', Integer, ForeignKey('curation_run.id')),
+        Column('created_at', UTCDateTime, nullable=False),
+        Column('size', Integer, nullable=False),
+        Column('parameters', JSON),
+        Column('clip_ids', JSON),
+        Column('counts', JSON),
+    )
 
 
-spatial_event = Table(
-    'spatial_event',
-    metadata,
-    Column('id', Integer, primary_key=True),
-    Column('uid', String, nullable=False),
-    Column('annotator_id', Integer, ForeignKey('annotator.id'), nullable=False),
-    Column('clip_id', Integer, ForeignKey('clip.id'), nullable=False),
-    Column('onset_s', Float, nullable=False),
-    Column('offset_s', Float, nullable=False),
-    Column('class_name', String, nullable=False),
-    Column('vocabulary', String, nullable=False),
-    Column('source_index', Integer, nullable=False),
-    Column('direction_kind', String, nullable=False),
-    Column('track', JSON),
-    Column('distance_cm', Float),
-    Column('front_back', String),
-    Column('confidence', Float),
-    Column('note', Text),
-    Column('class_list', JSON),
-    Column('deleted', Boolean, nullable=False),
-    Column('version', Integer, nullable=False),
-    Column('created_at', UTCDateTime, nullable=False),
-    Column('updated_at', UTCDateTime, nullable=False),
-)
+def _spatial_event() -> Table:
+    return Table(
+        'spatial_event',
+        metadata,
+        Column('id', Integer, primary_key=True),
+        Column('uid', String, nullable=False),
+        Column('annotator_id', Integer, ForeignKey('annotator.id'), nullable=False),
+        Column('clip_id', Integer, ForeignKey('clip.id'), nullable=False),
+        Column('onset_s', Float, nullable=False),
+        Column('offset_s', Float, nullable=False),
+        Column('class_name', String, nullable=False),
+        Column('vocabulary', String, nullable=False),
+        Column('source_index', Integer, nullable=False),
+        Column('direction_kind', String, nullable=False),
+        Column('track', JSON),
+        Column('distance_cm', Float),
+        Column('front_back', String),
+        Column('confidence', Float),
+        Column('note', Text),
+        Column('class_list', JSON),
+        Column('deleted', Boolean, nullable=False),
+        Column('version', Integer, nullable=False),
+        Column('created_at', UTCDateTime, nullable=False),
+        Column('updated_at', UTCDateTime, nullable=False),
+    )
 
 
-study_assignment = Table(
-    'study_assignment',
-    metadata,
-    Column('id', Integer, primary_key=True),
-    Column('plan_id', Integer, ForeignKey('study_plan.id'), nullable=False),
-    Column('annotator_id', Integer, ForeignKey('annotator.id'), nullable=False),
-    Column('clip_id', Integer, ForeignKey('clip.id'), nullable=False),
-    Column('position', Integer, nullable=False),
-)
+def _study_assignment() -> Table:
+    return Table(
+        'study_assignment',
+        metadata,
+        Column('id', Integer, primary_key=True),
+        Column('plan_id', Integer, ForeignKey('study_plan.id'), nullable=False),
+        Column('annotator_id', Integer, ForeignKey('annotator.id'), nullable=False),
+        Column('clip_id', Integer, ForeignKey('clip.id'), nullable=False),
+        Column('position', Integer, nullable=False),
+    )
 
 
-study_plan = Table(
-    'study_plan',
-    metadata,
-    Column('id', Integer, primary_key=True),
-    Column('name', String, nullable=False),
-    Column('overlap', Integer, nullable=False),
-    Column('blind', Boolean, nullable=False),
-    Column('parameters', JSON),
-    Column('created_at', UTCDateTime, nullable=False),
-)
+def _study_plan() -> Table:
+    return Table(
+        'study_plan',
+        metadata,
+        Column('id', Integer, primary_key=True),
+        Column('name', String, nullable=False),
+        Column('overlap', Integer, nullable=False),
+        Column('blind', Boolean, nullable=False),
+        Column('parameters', JSON),
+        Column('created_at', UTCDateTime, nullable=False),
+    )
 
 
-tag = Table(
-    'tag',
-    metadata,
-    Column('id', Integer, primary_key=True),
-    Column('tagger_run_id', Integer, ForeignKey('tagger_run.id'), nullable=False),
-    Column('clip_id', Integer, ForeignKey('clip.id'), nullable=False),
-    Column('class_index', Integer, nullable=False),
-    Column('audioset_id', String, nullable=False),
-    Column('probability', Float, nullable=False),
-)
+def _tag() -> Table:
+    return Table(
+        'tag',
+        metadata,
+        Column('id', Integer, primary_key=True),
+        Column('tagger_run_id', Integer, ForeignKey('tagger_run.id'), nullable=False),
+        Column('clip_id', Integer, ForeignKey('clip.id'), nullable=False),
+        Column('class_index', Integer, nullable=False),
+        Column('audioset_id', String, nullable=False),
+        Column('probability', Float, nullable=False),
+    )
 
 
-tag_status = Table(
-    'tag_status',
-    metadata,
-    Column('id', Integer, primary_key=True),
-    Column('tagger_run_id', Integer, ForeignKey('tagger_run.id'), nullable=False),
-    Column('clip_id', Integer, ForeignKey('clip.id'), nullable=False),
-    Column('status', String, nullable=False),
-    Column('error', Text),
-    Column('content_hash', String),
-)
+def _tag_status() -> Table:
+    return Table(
+        'tag_status',
+        metadata,
+        Column('id', Integer, primary_key=True),
+        Column('tagger_run_id', Integer, ForeignKey('tagger_run.id'), nullable=False),
+        Column('clip_id', Integer, ForeignKey('clip.id'), nullable=False),
+        Column('status', String, nullable=False),
+        Column('error', Text),
+        Column('content_hash', String),
+    )
 
 
-tag_timeline = Table(
-    'tag_timeline',
-    metadata,
-    Column('id', Integer, primary_key=True),
-    Column('tagger_run_id', Integer, ForeignKey('tagger_run.id'), nullable=False),
-    Column('clip_id', Integer, ForeignKey('clip.id'), nullable=False),
-    Column('class_index', Integer, nullable=False),
-    Column('audioset_id', String, nullable=False),
-    Column('hop_s', Float, nullable=False),
-    Column('values', JSON),
-)
+def _tag_timeline() -> Table:
+    return Table(
+        'tag_timeline',
+        metadata,
+        Column('id', Integer, primary_key=True),
+        Column('tagger_run_id', Integer, ForeignKey('tagger_run.id'), nullable=False),
+        Column('clip_id', Integer, ForeignKey('clip.id'), nullable=False),
+        Column('class_index', Integer, nullable=False),
+        Column('audioset_id', String, nullable=False),
+        Column('hop_s', Float, nullable=False),
+        Column('values', JSON),
+    )
 
 
-tagger_run = Table(
-    'tagger_run',
-    metadata,
-    Column('id', Integer, primary_key=True),
-    Column('model_name', String, nullable=False),
-    Column('checkpoint_sha256', String),
-    Column('device', String),
-    Column('parameters', JSON),
-    Column('started_at', UTCDateTime, nullable=False),
-    Column('finished_at', UTCDateTime),
-    Column('status', String, nullable=False),
-    Column('is_demo', Boolean, nullable=False),
-)
+def _tagger_run() -> Table:
+    return Table(
+        'tagger_run',
+        metadata,
+        Column('id', Integer, primary_key=True),
+        Column('model_name', String, nullable=False),
+        Column('checkpoint_sha256', String),
+        Column('device', String),
+        Column('parameters', JSON),
+        Column('started_at', UTCDateTime, nullable=False),
+        Column('finished_at', UTCDateTime),
+        Column('status', String, nullable=False),
+        Column('is_demo', Boolean, nullable=False),
+    )
+
+
+_BUILDERS = {
+    'alm_answer': _alm_answer,
+    'alm_job': _alm_job,
+    'alm_run': _alm_run,
+    'annotator': _annotator,
+    'category_label': _category_label,
+    'category_polarity': _category_polarity,
+    'clip': _clip,
+    'clip_label': _clip_label,
+    'clip_quality': _clip_quality,
+    'curation_category_result': _curation_category_result,
+    'curation_clip_result': _curation_clip_result,
+    'curation_run': _curation_run,
+    'dataset': _dataset,
+    'error_mode_label': _error_mode_label,
+    'human_guess': _human_guess,
+    'judge_call': _judge_call,
+    'judge_error_mode': _judge_error_mode,
+    'judge_run': _judge_run,
+    'judgment': _judgment,
+    'label_history': _label_history,
+    'media_root': _media_root,
+    'prediction': _prediction,
+    'quality_overrule': _quality_overrule,
+    'selection': _selection,
+    'spatial_event': _spatial_event,
+    'study_assignment': _study_assignment,
+    'study_plan': _study_plan,
+    'tag': _tag,
+    'tag_status': _tag_status,
+    'tag_timeline': _tag_timeline,
+    'tagger_run': _tagger_run,
+}
+
+
+_building = threading.Lock()  # two threads' first reads of a table build it once
+
+
+def __getattr__(name: str) -> Table:
+    build = _BUILDERS.get(name)
+    if build is None:
+        raise AttributeError(f"module {__name__!r} has no table {name!r}")
+    with _building:
+        table = metadata.tables.get(name)
+        if table is None:
+            table = build()
+        globals()[name] = table
+    return table
+
+
+def all_tables() -> MetaData:
+    """The metadata with every table built."""
+    for name in _BUILDERS:
+        __getattr__(name)
+    return metadata

@@ -26,11 +26,39 @@ defaults are not here: nothing creates or writes a table through this module.
 
 from __future__ import annotations
 
+import threading
+
 from sqlalchemy import JSON, Boolean, Column, Float, ForeignKey, Integer, MetaData, String, Table, Text
 
 from storage.utc import UTCDateTime
 
+# Every table is built on first use (``tables.clip``), ~30 µs a column: a read builds the few it
+# selects from, not all of them (issue 32). ``all_tables()`` builds the rest.
 metadata = MetaData()
+'''
+
+FOOTER = '''
+
+_building = threading.Lock()  # two threads' first reads of a table build it once
+
+
+def __getattr__(name: str) -> Table:
+    build = _BUILDERS.get(name)
+    if build is None:
+        raise AttributeError(f"module {__name__!r} has no table {name!r}")
+    with _building:
+        table = metadata.tables.get(name)
+        if table is None:
+            table = build()
+        globals()[name] = table
+    return table
+
+
+def all_tables() -> MetaData:
+    """The metadata with every table built."""
+    for name in _BUILDERS:
+        __getattr__(name)
+    return metadata
 '''
 
 # The model's column type (by class name) -> the Core type written here.
@@ -57,11 +85,14 @@ def _column(column: Any) -> str:
 def render(metadata: Any) -> str:
     """The text of storage/tables.py for ``metadata`` (every table, in name order)."""
     out = [HEADER]
-    for name in sorted(metadata.tables):
+    names = sorted(metadata.tables)
+    for name in names:
         table = metadata.tables[name]
-        out.append(f"\n{name} = Table(\n    {name!r},\n    metadata,")
-        out += [_column(column) for column in table.columns]
-        out.append(")\n")
+        out.append(f"\ndef _{name}() -> Table:\n    return Table(\n        {name!r},\n        metadata,")
+        out += ["    " + _column(column) for column in table.columns]
+        out.append("    )\n")
+    out.append("\n_BUILDERS = {\n" + "".join(f"    {name!r}: _{name},\n" for name in names) + "}")
+    out.append(FOOTER)
     return "\n".join(out)
 
 

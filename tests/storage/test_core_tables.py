@@ -32,7 +32,7 @@ def test_every_column_has_the_models_name_type_nullability_and_keys() -> None:
     from storage.models import all_tables
 
     models = all_tables().tables
-    assert set(tables.metadata.tables) == set(models)
+    assert set(tables.all_tables().tables) == set(models)
     for name, model in models.items():
         core = tables.metadata.tables[name]
         assert [c.name for c in core.columns] == [c.name for c in model.columns], name
@@ -43,6 +43,36 @@ def test_every_column_has_the_models_name_type_nullability_and_keys() -> None:
             assert (read.primary_key, read.nullable) == (column.primary_key, column.nullable), where
             assert {fk.target_fullname for fk in read.foreign_keys} == {fk.target_fullname for fk in column.foreign_keys}, where
     assert getattr(tables, "clip") is tables.metadata.tables["clip"]
+    with pytest.raises(AttributeError, match="no table 'clips'"):
+        getattr(tables, "clips")
+
+
+def test_a_table_is_built_once_when_threads_ask_for_it_together() -> None:
+    """The GUI's workers read on threads: their first uses of a table must not build it twice
+    (SQLAlchemy refuses a second table of one name in one metadata)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, threading\n"
+        "sys.setswitchinterval(1e-6)  # threads switch inside a table's build\n"
+        "from storage import tables\n"
+        "barrier = threading.Barrier(8)\n"
+        "seen, failed = [], []\n"
+        "def read():\n"
+        "    barrier.wait()\n"
+        "    try:\n"
+        "        seen.append(dict(tables.all_tables().tables))\n"
+        "    except Exception as exc:\n"
+        "        failed.append(repr(exc))\n"
+        "threads = [threading.Thread(target=read) for _ in range(8)]\n"
+        "[t.start() for t in threads]\n"
+        "[t.join() for t in threads]\n"
+        "assert not failed, failed[0]\n"
+        "assert all(s == seen[0] for s in seen) and len(seen[0]) == 31\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
 
 
 def _python_type(sql_type):  # type: ignore[no-untyped-def]

@@ -13,7 +13,6 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-import pycountry
 
 from workbench.agl1k_record import TRUE_FIELDS
 from workbench.metrics.continents import continent_of_iso
@@ -223,6 +222,10 @@ def _iso_from_text(text: str) -> str | None:
     key = _lookup_key(_strip_leading_the(text))
     if key in _ISO_ALIASES:
         return _ISO_ALIASES[key]
+    # Loaded with the first country name the iso profile looks up: the agl1k profile's reads
+    # (`aglw metrics`, `leaderboard`) start without it (issue 32).
+    import pycountry
+
     candidates = [text, _strip_leading_the(text)]
     english = _AGL1K_COUNTRY_VARIANTS.get(key)
     if english is not None:
