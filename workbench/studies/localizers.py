@@ -25,9 +25,8 @@ from workbench.strict_numbers import check_float, check_text, parse_float
 if TYPE_CHECKING:
     import pandas as pd
 
-    from workbench.labels import LabelChange
-
     from workbench.country_aliases import AliasTable
+    from workbench.labels import LabelChange
 
 ENTITY = "human_guess"
 FIELDS = ("latitude", "longitude", "confidence", "city", "country", "continent")
