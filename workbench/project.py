@@ -27,8 +27,6 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Row
     from sqlmodel import Session
 
-    from storage.models import TaggerRun
-
 log = logging.getLogger(__name__)
 
 
@@ -94,16 +92,9 @@ def current_tagger_run_id(connection: Any) -> int | None:
     return int(newest) if newest is not None else None
 
 
-def current_tagger_run(session: Session) -> TaggerRun | None:
-    """The row of :func:`current_tagger_run_id`."""
-    from storage.models import TaggerRun
-
-    run_id = current_tagger_run_id(session)
-    return session.get(TaggerRun, run_id) if run_id is not None else None
-
-
-def current_tagger_row(connection: Connection) -> Row | None:
-    """The row of :func:`current_tagger_run_id` on a Core connection (the read commands)."""
+def current_tagger_row(connection: Session | Connection) -> Row | None:
+    """The ``tagger_run`` row of :func:`current_tagger_run_id` (its fields by name), on a Session
+    or a Core connection."""
     run_id = current_tagger_run_id(connection)
     if run_id is None:
         return None

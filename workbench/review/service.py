@@ -56,7 +56,7 @@ from storage.models import (
 )
 from workbench.clip_ids import clip_id_for_key
 from workbench.errors import InputError
-from workbench.project import current_tagger_run, latest_curation_run_id, latest_judgments, speech_probabilities
+from workbench.project import current_tagger_row, latest_curation_run_id, latest_judgments, speech_probabilities
 from workbench.review.rules import (
     IN_PROGRESS,
     REVIEWED,
@@ -222,7 +222,7 @@ class ReviewService:
                 .where(Prediction.clip_id == clip_id)
                 .order_by(AlmRun.model)
             ).all()
-            tagger = current_tagger_run(s)
+            tagger = current_tagger_row(s)
             tags: list[Tag] = []
             timelines: list[TagTimeline] = []
             run_names: dict[str, str] = {}
