@@ -226,13 +226,15 @@ def metrics_cmd(
 
     table = alias_table(aliases)
 
+    chosen = profile is None
     if profile is None:
         from workbench.metrics.profile_choice import default_profile
 
         profile = default_profile(app.store(), model)
-        if profile == "iso":
-            say("profile iso: the dataset has no AGL1K continent labels (pass --profile agl1k to score them anyway)")
     result = model_metrics(app.store(), model, profile, aliases=table)  # type: ignore[arg-type]
+    # Said once the model is known to have answers: an unknown model gets its error alone.
+    if chosen and profile == "iso":
+        say("profile iso: the dataset has no AGL1K continent labels (pass --profile agl1k to score them anyway)")
     if app.json:
         emit_json(result)
         return

@@ -79,3 +79,15 @@ def test_a_creating_command_refuses_an_existing_file_that_is_not_a_project(capsy
     rc, _, err = _run(capsys, "--db", str(notes), "import", "dataset", "--format", "agl1k", str(table))
     assert rc == 1 and "not an AGL Workbench project" in _one_error_line(err)
     assert notes.read_bytes() == b""
+
+
+def test_an_unknown_model_gets_its_error_alone_not_a_profile_note(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """`metrics --model` with a model the project lacks used to say "profile iso: the dataset has no
+    AGL1K continent labels" first: a note about a dataset it never found."""
+    from workbench.demo import create_demo_project
+
+    db = str(create_demo_project(tmp_path / "demo").db_path)
+    rc, out, err = _run(capsys, "--db", db, "--json", "metrics", "--model", "nobody")
+    assert rc == 1
+    assert "nobody" in _one_error_line(err)
+    assert json.loads(out)["exit_code"] == 1
