@@ -579,6 +579,93 @@ def _tagger_run() -> Table:
     )
 
 
+def _web_assignment() -> Table:
+    return Table(
+        'web_assignment',
+        metadata,
+        Column('id', Integer, primary_key=True),
+        Column('participant_id', Integer, ForeignKey('web_participant.id'), nullable=False),
+        Column('clip_id', Integer, ForeignKey('clip.id'), nullable=False),
+        Column('position', Integer, nullable=False),
+        Column('kind', String, nullable=False),
+        Column('item_id', String, nullable=False),
+    )
+
+
+def _web_guess() -> Table:
+    return Table(
+        'web_guess',
+        metadata,
+        Column('id', Integer, primary_key=True),
+        Column('assignment_id', Integer, ForeignKey('web_assignment.id'), nullable=False),
+        Column('participant_id', Integer, ForeignKey('web_participant.id'), nullable=False),
+        Column('clip_id', Integer, ForeignKey('clip.id'), nullable=False),
+        Column('latitude', Float),
+        Column('longitude', Float),
+        Column('refused', Boolean, nullable=False),
+        Column('confidence', Float),
+        Column('clue', Text),
+        Column('listen_s', Float),
+        Column('answer_s', Float),
+        Column('n_plays', Integer),
+        Column('created_at', UTCDateTime, nullable=False),
+    )
+
+
+def _web_participant() -> Table:
+    return Table(
+        'web_participant',
+        metadata,
+        Column('id', Integer, primary_key=True),
+        Column('study_id', Integer, ForeignKey('web_study.id'), nullable=False),
+        Column('pseudonym', String, nullable=False),
+        Column('invite_nonce', String),
+        Column('panel_hash', String),
+        Column('invited_at', UTCDateTime),
+        Column('started_at', UTCDateTime),
+        Column('consented_at', UTCDateTime),
+        Column('headphone_correct', Integer),
+        Column('headphone_passed', Boolean),
+        Column('screened_out_at', UTCDateTime),
+        Column('finished_at', UTCDateTime),
+        Column('order_seed', Integer, nullable=False),
+    )
+
+
+def _web_study() -> Table:
+    return Table(
+        'web_study',
+        metadata,
+        Column('id', Integer, primary_key=True),
+        Column('name', String, nullable=False),
+        Column('mode', String, nullable=False),
+        Column('per_participant', Integer, nullable=False),
+        Column('target_per_clip', Integer, nullable=False),
+        Column('headphone_check', String, nullable=False),
+        Column('practice_clip_id', Integer, ForeignKey('clip.id')),
+        Column('consent', Text),
+        Column('completion_code', String),
+        Column('completion_url', Text),
+        Column('rules', JSON),
+        Column('secret', String, nullable=False),
+        Column('seed', Integer, nullable=False),
+        Column('parameters', JSON),
+        Column('created_at', UTCDateTime, nullable=False),
+    )
+
+
+def _web_study_clip() -> Table:
+    return Table(
+        'web_study_clip',
+        metadata,
+        Column('id', Integer, primary_key=True),
+        Column('study_id', Integer, ForeignKey('web_study.id'), nullable=False),
+        Column('clip_id', Integer, ForeignKey('clip.id'), nullable=False),
+        Column('role', String, nullable=False),
+        Column('stratum', String),
+    )
+
+
 _BUILDERS = {
     'alm_answer': _alm_answer,
     'alm_job': _alm_job,
@@ -611,6 +698,11 @@ _BUILDERS = {
     'tag_status': _tag_status,
     'tag_timeline': _tag_timeline,
     'tagger_run': _tagger_run,
+    'web_assignment': _web_assignment,
+    'web_guess': _web_guess,
+    'web_participant': _web_participant,
+    'web_study': _web_study,
+    'web_study_clip': _web_study_clip,
 }
 
 

@@ -8,7 +8,7 @@ JSON columns hold small structured values (parameters, usage, request maps)
 whose shape is owned by the service that writes them.
 
 ``from storage.models import Clip`` builds only the tables of Clip's area (and those its foreign
-keys name): building all 31 table classes costs ~0.1 s, which `aglw clips list` does not pay
+keys name): building all 36 table classes costs ~0.1 s, which `aglw clips list` does not pay
 (issue 15, bench P11). :func:`all_tables` loads every area: the metadata Alembic compares with
 and the schema check see the whole schema.
 """
@@ -32,8 +32,9 @@ if TYPE_CHECKING:
     from storage.models.alm_jobs import AlmJob, AlmAnswer
     from storage.models.events import SpatialEvent
     from storage.models.studies import ErrorModeLabel, JudgeErrorMode, StudyPlan, StudyAssignment, HumanGuess
+    from storage.models.web import WebStudy, WebStudyClip, WebParticipant, WebAssignment, WebGuess
 
-AREAS = ('clips', 'alm_runs', 'tagging', 'judges', 'humans', 'curation', 'alm_jobs', 'events', 'studies')
+AREAS = ('clips', 'alm_runs', 'tagging', 'judges', 'humans', 'curation', 'alm_jobs', 'events', 'studies', 'web')
 
 # table class -> the module under storage/models/ that defines it
 _AREA_OF = {
@@ -68,6 +69,11 @@ _AREA_OF = {
     "StudyPlan": "studies",
     "StudyAssignment": "studies",
     "HumanGuess": "studies",
+    "WebStudy": "web",
+    "WebStudyClip": "web",
+    "WebParticipant": "web",
+    "WebAssignment": "web",
+    "WebGuess": "web",
 }
 
 __all__ = ["all_tables", "utcnow", *_AREA_OF]

@@ -69,7 +69,7 @@ def test_a_table_is_built_once_when_threads_ask_for_it_together() -> None:
         "[t.start() for t in threads]\n"
         "[t.join() for t in threads]\n"
         "assert not failed, failed[0]\n"
-        "assert all(s == seen[0] for s in seen) and len(seen[0]) == 31\n"
+        "assert all(s == seen[0] for s in seen) and len(seen[0]) == 36\n"
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr

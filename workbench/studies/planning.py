@@ -93,7 +93,7 @@ class PlanSummary:
         return dict(self.__dict__)
 
 
-def _clip_strata(store: Store, clip_keys: Sequence[str] | None) -> tuple[pd.DataFrame, list[dict[str, str]]]:
+def clip_strata(store: Store, clip_keys: Sequence[str] | None) -> tuple[pd.DataFrame, list[dict[str, str]]]:
     """The clips to plan with their stratum, and those left out for want of a usable recording."""
     from workbench.agreement.units import load_ratings
     from workbench.media import clip_audio, dataset_roots
@@ -140,7 +140,7 @@ def create_plan(store: Store, name: str, annotators: Sequence[str], *, overlap: 
     with store.session() as s:
         if s.exec(select(StudyPlan).where(StudyPlan.name == name)).first() is not None:
             raise InputError(f"a plan called {name!r} exists already; choose another --name")
-    clips, excluded = _clip_strata(store, clip_keys)
+    clips, excluded = clip_strata(store, clip_keys)
     frame = assign(clips[["clip_id", "stratum"]], annotators, overlap, seed)
     labels = LabelService(store)
     ids = {n: labels.ensure_annotator(n).id for n in dict.fromkeys(annotators)}
