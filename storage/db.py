@@ -8,6 +8,7 @@ migrates an older SQLite project, refuses a newer one, and returns a
 from __future__ import annotations
 
 import contextvars
+import os
 import re
 import shutil
 import sqlite3
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import quote
 
 from sqlalchemy import create_engine, event, inspect
 from sqlalchemy.engine import Engine, make_url
@@ -63,7 +65,26 @@ def _sqlite_path(url: str) -> Path | None:
     return Path(parsed.database)
 
 
-def _install_sqlite_pragmas(engine: Engine, busy_timeout_s: float) -> None:
+def sqlite_read_only_uri(path: Path, *, force: bool = False) -> str | None:
+    """The ``file:`` URI that opens the existing SQLite file ``path`` read-only, when this process
+    may not write the file or its folder (a read-only mount, a copy in someone else's folder), or
+    when ``force``; None when it may be opened for writing (or does not exist yet).
+
+    In a folder it may not write, SQLite cannot make a WAL file's index (``-shm``) beside it: with
+    no ``-wal`` file there, the file alone holds every commit, and it is read as immutable.
+    """
+    if not path.exists():
+        return None
+    folder_writable = os.access(path.parent, os.W_OK)
+    if not force and folder_writable and os.access(path, os.W_OK):
+        return None
+    uri = f"file:{quote(str(path))}?mode=ro"
+    if not folder_writable and not path.with_name(path.name + "-wal").exists():
+        uri += "&immutable=1"
+    return uri
+
+
+def _install_sqlite_pragmas(engine: Engine, busy_timeout_s: float, *, read_only: bool = False) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: sqlite3.Connection, _record: object) -> None:
         # Autocommit at the driver level: SQLAlchemy's "begin" event below
@@ -73,6 +94,9 @@ def _install_sqlite_pragmas(engine: Engine, busy_timeout_s: float) -> None:
         cursor.execute("PRAGMA foreign_keys=ON")
         # Wait this long for another writer before reporting "database is locked".
         cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
+        if read_only:  # a file opened read-only keeps its journal mode (and is never written)
+            cursor.close()
+            return
         mode = cursor.execute("PRAGMA journal_mode=WAL").fetchone()
         # FULL: an acknowledged (committed) edit survives even an OS crash.
         cursor.execute("PRAGMA synchronous=FULL")
@@ -110,6 +134,8 @@ class Store:
 
     url: str
     engine: Engine
+    # Opened read-only (a file or folder this process may not write): reads work, writes are refused.
+    read_only: bool = False
 
     @property
     def is_sqlite(self) -> bool:
@@ -144,7 +170,18 @@ class Store:
         busy timeout; PostgreSQL ``lock_timeout``); default: the store's busy timeout. Edits
         made on the GUI thread pass a short wait, so a locked project fails fast with a
         retry instead of freezing the window.
+
+        Raises
+        ------
+        StoreError
+            The store was opened read-only (before any transaction starts).
         """
+        if self.read_only:
+            raise StoreError(
+                f"{_describe(self.url)} is read-only (this user may not write the file or its folder), and "
+                "this command changes the project: make both writable, or copy the project somewhere "
+                "writable and pass --db. Nothing was changed."
+            )
         token = _immediate.set(True)
         wait_token = _wait_ms.set(None if wait_s is None else max(int(wait_s * 1000), 1))
         try:
@@ -199,15 +236,46 @@ def check_sqlite_file(path: Path) -> None:
                      "is made by `aglw import dataset` or `aglw demo` at a path that does not exist yet)")
 
 
-def create_store_engine(url: str, *, busy_timeout_s: float = 15.0) -> Engine:
-    """Create an engine with the project's connection settings."""
+def _foreign_tables(path: Path) -> set[str]:
+    """The tables of the SQLite file ``path`` that show it is another program's database (none when
+    it holds an AGL Workbench schema revision, or no table at all), read on a read-only connection:
+    a file refused for them is left byte for byte as it was (no journal mode, no side file)."""
+    uri = sqlite_read_only_uri(path, force=True)
+    assert uri is not None  # the file exists: check_sqlite_file read its header
+    try:
+        conn = sqlite3.connect(uri, uri=True)
+    except sqlite3.Error:
+        return set()  # the open below reports it, in its own words
+    try:
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.Error:
+        return set()
+    finally:
+        conn.close()
+    if not tables or "alembic_version" in tables:
+        return set()
+    return tables - set(models.all_tables().tables)
+
+
+def create_store_engine(url: str, *, busy_timeout_s: float = 15.0, read_only: bool = False) -> Engine:
+    """Create an engine with the project's connection settings.
+
+    A SQLite file is opened read-only when ``read_only`` or when this process may not write it or
+    its folder (:func:`sqlite_read_only_uri`); see :attr:`Store.read_only`.
+    """
     backend = make_url(url).get_backend_name()
     if backend == "sqlite":
         path = _sqlite_path(url)
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": busy_timeout_s})
-        _install_sqlite_pragmas(engine, busy_timeout_s)
+        uri = sqlite_read_only_uri(path, force=read_only) if path is not None else None
+        connect_args: dict[str, object] = {"check_same_thread": False, "timeout": busy_timeout_s}
+        if uri is not None:
+            connect_args["uri"] = True
+            engine = create_engine(url, creator=lambda: sqlite3.connect(uri, **connect_args))  # type: ignore[arg-type]
+        else:
+            if path is not None:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            engine = create_engine(url, connect_args=connect_args)
+        _install_sqlite_pragmas(engine, busy_timeout_s, read_only=uri is not None)
         return engine
     try:
         return create_engine(url, pool_pre_ping=True)
@@ -220,7 +288,8 @@ def create_store_engine(url: str, *, busy_timeout_s: float = 15.0) -> Engine:
         raise
 
 
-def open_store(db: str | Path, *, migrate: bool = True, busy_timeout_s: float = 15.0) -> Store:
+def open_store(db: str | Path, *, migrate: bool = True, busy_timeout_s: float = 15.0,
+               read_only: bool = False) -> Store:
     """Open (and create or migrate) a project store.
 
     Parameters
@@ -232,20 +301,35 @@ def open_store(db: str | Path, *, migrate: bool = True, busy_timeout_s: float = 
         file is copied to ``<name>.bak-<revision>-<timestamp>`` first.
     busy_timeout_s
         How long a SQLite write waits for another writer before failing.
+    read_only
+        Open a SQLite file read-only. A file that this process may not write, or whose folder it
+        may not write (a read-only mount), is always opened so: the reads work and
+        :meth:`Store.write` refuses with one line. Such a file is never migrated.
 
     Raises
     ------
     SchemaTooNewError
         The database was written by a newer AGL Workbench.
     StoreError
-        The database cannot be opened or is not an AGL Workbench project.
+        The database cannot be opened or is not an AGL Workbench project (such a file is refused
+        before anything is written to it).
     """
     url = resolve_url(db)
     path = _sqlite_path(url)
     if path is not None:
         check_sqlite_file(path)
-    engine = create_store_engine(url, busy_timeout_s=busy_timeout_s)
-    store = Store(url=url, engine=engine)
+        # Another program's database is refused before the connection settings (WAL) touch it.
+        foreign = _foreign_tables(path) if path.exists() else set()
+        if foreign:
+            raise StoreError(
+                f"{_describe(url)} holds tables ({', '.join(sorted(foreign)[:5])}…) "
+                "but is not an AGL Workbench project; choose another file. Nothing was changed."
+            )
+        read_only = read_only or sqlite_read_only_uri(path) is not None
+    else:
+        read_only = False
+    engine = create_store_engine(url, busy_timeout_s=busy_timeout_s, read_only=read_only)
+    store = Store(url=url, engine=engine, read_only=read_only)
     try:
         if _is_at_head(store):
             return store  # the common case, without loading Alembic (~100 ms of start-up)
@@ -262,6 +346,12 @@ def open_store(db: str | Path, *, migrate: bool = True, busy_timeout_s: float = 
                 "but is not an AGL Workbench project; choose another file."
             )
         if state.current != state.head and migrate:
+            if read_only:
+                raise StoreError(
+                    f"{_describe(url)} is read-only and needs its schema brought up to date "
+                    f"(revision {state.current or 'none'} -> {state.head}) before this version can "
+                    "read it: make the file and its folder writable, or copy the project and pass --db"
+                )
             if state.current is not None:
                 backup_database(store, state.current)
             run_migrations(store)
