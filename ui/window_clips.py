@@ -180,7 +180,7 @@ class ClipViewMixin:
         if detail is not None:  # the annotator's own votes on the clip's quality flags
             own = {v["flag"]: v["overruled"] for v in self.labels.quality_overrules(detail.clip_id)
                    if v["annotator_id"] == self.annotator.id}
-            from workbench.curation.model import describe_flag
+            from workbench.audio.quality import describe_flag
             from workbench.curation.runs import clip_quality_flags
 
             self.clip_panel.set_quality_votes(

@@ -181,11 +181,15 @@ def test_quality_flags_apply_thresholds_and_the_aci_percentile() -> None:
         }
     )
     flags = quality_flags(quality, FitParameters(aci_min_percentile=20.0))
-    assert sorted(flags) == ["A", "B", "C"]
-    assert [f["flag"] for f in flags["A"]] == ["low_complexity"]
+    # a pool of 4 is too small for the ACI percentile (MIN_RELATIVE_POOL): A's low ACI raises nothing
+    assert sorted(flags) == ["B", "C"]
     assert [f["flag"] for f in flags["B"]] == ["low_level"]
     assert [f["flag"] for f in flags["C"]] == ["flat_spectrum", "clipping"]
     assert flags["B"][0]["value"] == -60.0
+    many = pd.DataFrame({"clip": [f"X{i}" for i in range(46)], "rms_dbfs": -20.0, "spectral_flatness": 0.1,
+                         "clipping_ratio": 0.0, "aci": 50.0 + np.arange(46)})
+    flags = quality_flags(pd.concat([quality, many], ignore_index=True), FitParameters(aci_min_percentile=20.0))
+    assert [f["flag"] for f in flags["A"]] == ["low_complexity"] and flags["A"][0]["pool"]["clips"] == 50
 
 
 def test_parameters_are_validated() -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # numpy inside the functions: `aglw clips show` reads quality_flags without it
     import numpy as np
@@ -39,13 +39,22 @@ class QualityMetrics:
         return asdict(self)
 
 
+# Below this many clips with a measured ACI the pool-relative flag (low_complexity) is not raised:
+# the 2nd percentile of 4 clips is the quietest clip whatever it sounds like (issue 40).
+MIN_RELATIVE_POOL = 50
+
+
 @dataclass(frozen=True)
 class QualityThresholds:
-    """Drop thresholds: a clip is flagged when a metric is on the wrong side."""
+    """Drop thresholds: a clip is flagged when a metric is on the wrong side; the ACI cut-off is the
+    pool's ``aci_percentile``-th percentile, raised only in a pool of at least ``min_relative_pool``
+    clips with a measured ACI."""
 
     min_rms_dbfs: float = -50.0
     max_spectral_flatness: float = 0.5
     max_clipping_ratio: float = 0.001
+    aci_percentile: float = 2.0
+    min_relative_pool: int = MIN_RELATIVE_POOL
 
 
 DEFAULT_THRESHOLDS = QualityThresholds()
@@ -183,3 +192,87 @@ def quality_flags(
     if aci_p2 is not None and metrics.aci < aci_p2:
         flags.append("low_complexity")
     return flags
+
+
+def _linear_percentile(values: list[float], percentile: float) -> float:
+    """numpy's default (linear) percentile of sorted ``values``, without numpy (``clips show`` reads it)."""
+    position = (len(values) - 1) * percentile / 100.0
+    low = math.floor(position)
+    high = min(low + 1, len(values) - 1)
+    return values[low] + (values[high] - values[low]) * (position - low)
+
+
+_METRICS = (("rms_dbfs", "low_level"), ("spectral_flatness", "flat_spectrum"), ("clipping_ratio", "clipping"),
+            ("aci", "low_complexity"))
+
+
+def pool_flags(
+    rows: dict[Any, tuple[float | None, float | None, float | None, float | None]],
+    thresholds: QualityThresholds = DEFAULT_THRESHOLDS,
+    *,
+    what: str,
+) -> tuple[dict[Any, list[dict[str, Any]]], dict[str, Any]]:
+    """The quality flags of every clip of a pool: the one rule (curation-model.md section 1).
+
+    Parameters
+    ----------
+    rows
+        clip -> (rms_dbfs, spectral_flatness, clipping_ratio, aci) as measured; a metric not
+        measured (None or NaN) raises no flag. Digital silence has rms ``-inf``.
+    thresholds
+        The cut-offs; the ACI one is the pool's ``aci_percentile``-th percentile over the clips
+        with a measured ACI, raised only when the pool holds at least ``min_relative_pool`` of them.
+    what
+        What the pool is, for people ("analysed clips of the project with a measured ACI").
+
+    Returns
+    -------
+    (flags, pool)
+        clip -> list of ``{"flag", "metric", "value", "threshold"}`` (flagged clips only;
+        ``low_complexity`` also has ``"pool"``), and the pool: ``clips``, ``percentile``,
+        ``cut_off`` (None when not raised), ``minimum``, ``raised``, ``what`` and ``why_not``
+        (why the relative flag was not raised, else None).
+    """
+
+    def finite(value: Any) -> float | None:
+        return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
+
+    measured = sorted(v for v in (finite(r[3]) for r in rows.values()) if v is not None and math.isfinite(v))
+    raised = len(measured) >= max(1, thresholds.min_relative_pool)
+    cut_off = _linear_percentile(measured, thresholds.aci_percentile) if raised else None
+    why_not = None
+    if not raised:
+        why_not = (f"low_complexity not raised: {len(measured)} {what}, fewer than the {thresholds.min_relative_pool} "
+                   f"a percentile cut-off needs (the {thresholds.aci_percentile:g}th percentile of a small pool "
+                   "flags its quietest clip whatever it sounds like)")
+    pool = {"clips": len(measured), "percentile": float(thresholds.aci_percentile), "cut_off": cut_off,
+            "minimum": int(thresholds.min_relative_pool), "raised": raised, "what": what, "why_not": why_not}
+    limits = {"low_level": thresholds.min_rms_dbfs, "flat_spectrum": thresholds.max_spectral_flatness,
+              "clipping": thresholds.max_clipping_ratio, "low_complexity": cut_off}
+    flags: dict[Any, list[dict[str, Any]]] = {}
+    for clip, values in rows.items():
+        for (metric, name), raw in zip(_METRICS, values):
+            value, limit = finite(raw), limits[name]
+            if value is None or limit is None:
+                continue
+            below = name in ("low_level", "low_complexity")
+            if (value < limit) if below else (value > limit):
+                flag: dict[str, Any] = {"flag": name, "metric": metric, "value": value, "threshold": float(limit)}
+                if name == "low_complexity":
+                    flag["pool"] = {k: pool[k] for k in ("clips", "percentile", "cut_off", "minimum", "what")}
+                flags.setdefault(clip, []).append(flag)
+    return flags, pool
+
+
+def describe_flag(flag: dict[str, Any] | str) -> str:
+    """One quality flag for people: its value against the cut-off, and for a pool-relative flag the pool
+    (a fit stored before values were kept has the name alone)."""
+    if not isinstance(flag, dict):
+        return str(flag)
+    op = {"low_level": "<", "flat_spectrum": ">", "clipping": ">", "low_complexity": "<"}.get(flag.get("flag"), "vs")
+    text = f"{flag.get('flag')} ({flag.get('metric')} {flag.get('value', float('nan')):.4g} {op} " \
+           f"{flag.get('threshold', float('nan')):.4g}"
+    pool = flag.get("pool")
+    if pool:
+        text += f", cut-off at percentile {pool['percentile']:g} of {pool['clips']} {pool['what']}"
+    return text + ")"

@@ -40,6 +40,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from workbench.audio.quality import QualityThresholds, pool_flags
+
 GEOSCORE_SCALE_KM = 1492.0
 """g(e) = exp(-e / 1492): AGL1K's GeoScore divided by its 5,000 maximum."""
 
@@ -441,68 +443,36 @@ def _spearman(scores: pd.Series, ratings: pd.Series | None) -> tuple[float | Non
 # --------------------------------------------------------------------------- quality
 
 
-def quality_flags(quality: pd.DataFrame, params: FitParameters) -> dict[Any, list[dict[str, Any]]]:
-    """Acoustic quality flags per clip (design doc section 1).
+def quality_thresholds(params: FitParameters) -> QualityThresholds:
+    """A fit's quality cut-offs in the terms of the one flag rule (:mod:`workbench.audio.quality`)."""
+    return QualityThresholds(min_rms_dbfs=params.rms_min_dbfs, max_spectral_flatness=params.flatness_max,
+                             max_clipping_ratio=params.clipping_max, aci_percentile=params.aci_min_percentile)
+
+
+def quality_flags(quality: pd.DataFrame, params: FitParameters,
+                  what: str = "clips of this pool with a measured ACI") -> dict[Any, list[dict[str, Any]]]:
+    """Acoustic quality flags per clip of a frame (design doc section 1), by the one rule
+    :func:`workbench.audio.quality.pool_flags` (a stored project asks
+    :func:`workbench.audio.flags.quality_flags_now`).
 
     Parameters
     ----------
     quality
         Columns ``clip``, ``rms_dbfs``, ``spectral_flatness``, ``clipping_ratio``,
-        ``aci`` (NaN = not measured, which raises no flag).
+        ``aci`` (NaN = not measured, which raises no flag); the rows are the pool.
     params
         The thresholds; the ACI limit is the pool's ``aci_min_percentile``-th
-        percentile over the clips with a measured ACI.
+        percentile over the clips with a measured ACI, raised only in a pool of at
+        least ``MIN_RELATIVE_POOL`` of them.
 
     Returns
     -------
     dict
-        Clip → list of ``{"flag", "value", "threshold"}`` (only flagged clips).
+        Clip → list of ``{"flag", "metric", "value", "threshold"}`` (only flagged clips).
     """
-    if len(quality) == 0:
-        return {}
-    aci = quality["aci"].to_numpy(dtype=float)
-    measured = aci[np.isfinite(aci)]
-    aci_limit = float(np.percentile(measured, params.aci_min_percentile)) if len(measured) else math.nan
-    checks = [
-        ("rms_dbfs", "low_level", quality["rms_dbfs"].to_numpy(dtype=float) < params.rms_min_dbfs, params.rms_min_dbfs),
-        (
-            "spectral_flatness", "flat_spectrum",
-            quality["spectral_flatness"].to_numpy(dtype=float) > params.flatness_max, params.flatness_max,
-        ),
-        (
-            "clipping_ratio", "clipping",
-            quality["clipping_ratio"].to_numpy(dtype=float) > params.clipping_max, params.clipping_max,
-        ),
-        ("aci", "low_complexity", aci < aci_limit, aci_limit),
-    ]
-    flags: dict[Any, list[dict[str, Any]]] = {}
-    clips = quality["clip"].to_numpy()
-    # The ACI cut-off is relative to the pool: the same clip may be flagged in a small project and
-    # not in a large one, so the flag says which pool and which percentile gave its threshold.
-    aci_pool = {"clips": int(len(measured)), "percentile": float(params.aci_min_percentile),
-                "what": "clips of this fit with a measured ACI"}
-    for column, name, hit, threshold in checks:
-        values = quality[column].to_numpy(dtype=float)
-        for index in np.flatnonzero(hit):
-            flag = {"flag": name, "metric": column, "value": float(values[index]), "threshold": float(threshold)}
-            if name == "low_complexity":
-                flag["pool"] = aci_pool
-            flags.setdefault(clips[index], []).append(flag)
-    return flags
-
-
-def describe_flag(flag: dict[str, Any] | str) -> str:
-    """One quality flag for people: its value against the cut-off, and for a pool-relative flag the pool
-    (a fit stored before values were kept has the name alone)."""
-    if not isinstance(flag, dict):
-        return str(flag)
-    op = {"low_level": "<", "flat_spectrum": ">", "clipping": ">", "low_complexity": "<"}.get(flag.get("flag"), "vs")
-    text = f"{flag.get('flag')} ({flag.get('metric')} {flag.get('value', float('nan')):.4g} {op} " \
-           f"{flag.get('threshold', float('nan')):.4g}"
-    pool = flag.get("pool")
-    if pool:
-        text += f", cut-off at percentile {pool['percentile']:g} of {pool['clips']} {pool['what']}"
-    return text + ")"
+    rows = {clip: (rms, flatness, clipping, aci) for clip, rms, flatness, clipping, aci in quality[
+        ["clip", "rms_dbfs", "spectral_flatness", "clipping_ratio", "aci"]].itertuples(index=False, name=None)}
+    return pool_flags(rows, quality_thresholds(params), what=what)[0]
 
 
 # --------------------------------------------------------------------------- diff

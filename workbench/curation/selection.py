@@ -146,7 +146,7 @@ def accepted_left_out(pool: pd.DataFrame, chosen: list[Any], keys: pd.Series, si
     An accept does not lift a quality flag (the flag must be overruled: ``aglw quality
     overrule``); with more eligible accepts than ``size`` the lower-ranked accepts stay out.
     """
-    from workbench.curation.model import describe_flag
+    from workbench.audio.quality import describe_flag
 
     taken = set(chosen)
     out: list[dict[str, Any]] = []
