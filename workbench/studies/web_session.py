@@ -156,7 +156,8 @@ def _deal(connection: Any, study: StudyConfig, rng: np.random.Generator) -> list
     clips = connection.execute(select(c.clip_id, c.stratum).where(c.study_id == study.id, c.role == "item")).all()
     counts = dict(connection.execute(
         select(a.clip_id, func.count()).join(T.web_participant, p.id == a.participant_id)
-        .where(p.study_id == study.id, a.kind == "item").group_by(a.clip_id)).all())
+        # a participant ended by the headphone screen will guess nothing: her deal does not count
+        .where(p.study_id == study.id, a.kind == "item", p.screened_out_at.is_(None)).group_by(a.clip_id)).all())
     pool = [(int(counts.get(cid, 0)), float(rng.random()), int(cid), str(stratum)) for cid, stratum in clips]
     pool.sort()
     chosen: list[int] = []
