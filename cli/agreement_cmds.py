@@ -8,7 +8,6 @@ from typing import Optional
 import typer
 
 from cli.context import app_context, emit_json, run_task, say, show
-from workbench.errors import AglwError
 
 
 def register(app: typer.Typer) -> None:
@@ -42,7 +41,9 @@ def register(app: typer.Typer) -> None:
 
         context = app_context(ctx)
         if (out is None) == (ratings is None):
-            raise AglwError("pass exactly one of --out DIR (project bundle) or --ratings FILE.csv")
+            from cli.context import usage_error
+
+            raise usage_error("pass exactly one of --out DIR (project bundle) or --ratings FILE.csv", "--out / --ratings")
         if ratings is not None:
             from cli.context import check_choice
 

@@ -6,8 +6,7 @@ from typing import Optional
 
 import typer
 
-from cli.context import app_context, emit_json, run_task, say, show
-from workbench.errors import AglwError
+from cli.context import app_context, emit_json, run_task, say, show, usage_error
 
 # A summary lists this many failures; --json lists all.
 _SHOWN = 20
@@ -70,6 +69,8 @@ def register(app: typer.Typer) -> None:
                 store, model.strip(), task=task, base_url=base_url))
             _finish(app, result.value)
             return
+        if not model.strip():
+            raise usage_error("the model name is empty; pass --model NAME", "--model")
         if provider not in PROVIDERS:
             raise typer.BadParameter(f"use one of {', '.join(PROVIDERS)}", param_hint="--provider")
         if mode not in ("sync", "batch"):
@@ -82,7 +83,8 @@ def register(app: typer.Typer) -> None:
         remote = None
         if engine == "ray":
             if mode == "batch":
-                raise AglwError("--engine ray runs a local model; a provider's batch API runs on its machines (--mode sync)")
+                raise usage_error("ray runs a local model; a provider's batch API runs on its machines (--mode sync)",
+                                  "--engine")
             from workbench.pool.alm import RayAlm
 
             remote = RayAlm(ray_address, concurrency)
@@ -91,8 +93,6 @@ def register(app: typer.Typer) -> None:
             clip_keys=_split(clips), prompt=prompt, concurrency=concurrency, max_cost=max_cost, force=force,
             samples=samples, seed=seed,
         )
-        if not options.model:
-            raise AglwError("the model name is empty; pass --model NAME")
         store = app.store()
         if dry_run:
             report = estimate(store, options)

@@ -61,7 +61,9 @@ def _parse_clip_keys(values: list[str] | None) -> list[str] | None:
     if not keys or keys == ["all"]:
         return None
     if "all" in keys:
-        raise AglwError("--clips takes either 'all' or clip keys, not both")
+        from cli.context import usage_error
+
+        raise usage_error("takes either 'all' or clip keys, not both", "--clips")
     return keys
 
 

@@ -165,6 +165,14 @@ def check_choice(value: Any, choices: Any, option: str) -> Any:
     return value
 
 
+def usage_error(message: str, option: str | None = None) -> Exception:
+    """The usage error (exit 2, as click gives for a bad option) of an option value that is malformed
+    or out of range, or of options that do not go together; ``option`` is the one named first.
+    Raise it: ``raise usage_error("must look like 1600x1000, got '12x'", "--size")``. What the
+    project holds (a clip key that is not there) is a handled error instead (exit 1)."""
+    return typer.BadParameter(message, param_hint=option)
+
+
 def say(message: str, *, markup: bool = False) -> None:
     """A diagnostic on stderr (progress, warnings, hints): never a result.
 

@@ -6,8 +6,7 @@ from typing import Any, Optional
 
 import typer
 
-from cli.context import app_context, emit_json, run_task, say, show
-from workbench.errors import AglwError
+from cli.context import app_context, check_choice, emit_json, run_task, say, show, usage_error
 
 export_app = typer.Typer(help="Export project data.", no_args_is_help=True)
 check_app = typer.Typer(help="Consistency checks of the project's data.", no_args_is_help=True)
@@ -34,7 +33,7 @@ def _parse_what_if(values: list[str]) -> dict[str, str]:
     for value in values:
         category, sep, polarity = value.rpartition("=")
         if not sep or not category or polarity not in ("P", "N", "neutral"):
-            raise AglwError(f"--what-if expects CATEGORY=P|N|neutral (e.g. /m/020bb7=N), got {value!r}")
+            raise usage_error(f"expects CATEGORY=P|N|neutral (e.g. /m/020bb7=N), got {value!r}", "--what-if")
         forced[category] = polarity
     return forced
 
@@ -61,8 +60,6 @@ def fit_command(
     from workbench.curation import service
     from workbench.curation.model import FitParameters
 
-    from cli.context import check_choice
-
     check_choice(rollup, ("leaf", "root"), "--rollup")
     app = app_context(ctx)
     try:
@@ -70,10 +67,10 @@ def fit_command(
             gamma_km=gamma, alpha=alpha, theta=theta, tau=tau, n_min=n_min, top_n=top_n, rollup=rollup
         )
     except ValueError as exc:
-        raise AglwError(str(exc)) from exc
+        raise usage_error(str(exc)) from exc
     forced = _parse_what_if(what_if)
     if forced and not preview:
-        raise AglwError("--what-if needs --preview (a stored run holds only recorded labels)")
+        raise usage_error("needs --preview (a stored run holds only recorded labels)", "--what-if")
     from workbench.project import category_names, check_category_id
 
     store = app.store()
@@ -147,7 +144,7 @@ def select_command(
     result = make_selection(app.store(), size, run_id=run)
     if app.json:
         emit_json({"selection_id": result.selection_id, "run_id": result.run_id, "keys": result.keys,
-                   "counts": result.counts})
+                   "counts": result.counts, "left_out": result.left_out})
         return
     counts = result.counts
     show(
@@ -165,6 +162,14 @@ def select_command(
     )
     for entry in counts.get("accepted_left_out", []):
         show(f"  accepted but left out: {entry['key']}: {entry['reason']}")
+    if ctx.find_root().params.get("verbose"):
+        for entry in result.left_out:
+            why = {"rejected": "rejected by the experts", "below_theta": "below θ",
+                   "not_chosen": "eligible, not chosen (size, speech balance or continents)",
+                   "quality_flagged": f"unresolved quality flag(s): {entry.get('detail', '')}"}[entry["reason"]]
+            show(f"  left out: {entry['key']}: {why}")
+    elif result.left_out:
+        say(f"{len(result.left_out)} clip(s) left out; -v names them, --json lists them with why")
 
 
 @export_app.command("selection")
@@ -180,8 +185,7 @@ def export_selection_command(
     from workbench.curation.export import export_selection
 
     app = app_context(ctx)
-    if format not in ("agl1k", "hf"):
-        raise AglwError(f"--format {format!r} is not one of: agl1k, hf")
+    check_choice(format, ("agl1k", "hf"), "--format")
     if format == "hf":
         from pathlib import Path
 

@@ -97,6 +97,12 @@ def import_dataset_cmd(
     name: Optional[str] = typer.Option(None, "--name", help="Dataset name (default: the file or folder name)."),
 ) -> None:
     """Import a dataset; all or nothing. Creates the project file if it does not exist."""
+    from cli.context import check_choice, usage_error
+    from workbench.importing.datasets import FORMATS
+
+    check_choice(format, FORMATS, "--format")
+    if mapping is not None and format in ("agl1k", "hf"):
+        raise usage_error(f"is for --format table or folder; --format {format} has its own layout", "--mapping")
     app = app_context(ctx)
     new_file = None if dry_run else project_file_missing(app.db)
     try:

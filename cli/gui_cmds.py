@@ -12,8 +12,7 @@ from typing import Optional
 
 import typer
 
-from cli.context import app_context, emit_json, require_project, say, show
-from workbench.errors import AglwError
+from cli.context import app_context, emit_json, require_project, say, show, usage_error
 
 
 # Every view: the review window, each cockpit view, the review window with the Events dock or the
@@ -25,10 +24,10 @@ SCREENSHOT_VIEWS = ("review", "curation", "selection", "map", "leaderboard", "ag
 def _parse_size(text: str) -> tuple[int, int]:
     match = re.fullmatch(r"\s*(\d{2,5})\s*[xX×]\s*(\d{2,5})\s*", text)
     if not match:
-        raise AglwError(f"--size must look like 1600x1000, got {text!r}")
+        raise usage_error(f"must look like 1600x1000, got {text!r}", "--size")
     width, height = int(match.group(1)), int(match.group(2))
     if not (200 <= width <= 8000 and 200 <= height <= 8000):
-        raise AglwError(f"--size {text}: width and height must lie between 200 and 8000 pixels")
+        raise usage_error(f"{text}: width and height must lie between 200 and 8000 pixels", "--size")
     return width, height
 
 

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from cli.context import app_context, emit_json, run_task, say, show
+from cli.context import app_context, emit_json, run_task, say, show, usage_error
 from workbench.errors import AglwError
 from workbench.studies.taxonomy import MODES, RIGHT_RADIUS_KM
 
@@ -42,7 +42,8 @@ def register(app: typer.Typer) -> None:
         context = app_context(ctx)
         if ratings is not None:
             if not llm:
-                raise AglwError("--llm NAME is required with --ratings: name the rater to test as the alternative annotator")
+                raise usage_error("NAME is required with --ratings: name the rater to test as the alternative annotator",
+                                  "--llm")
             result = judges.alt_test_file(ratings, llm, metric=metric, epsilon=epsilon, alpha=alpha,
                                           min_items=min_items, ignore=tuple(ignore))
             payload = result.to_dict()
@@ -147,6 +148,8 @@ def register(app: typer.Typer) -> None:
         from workbench.labels import UNSET, LabelService
         from workbench.studies.error_modes import ErrorModeService, describe, split_modes
 
+        if modes is None and note is None:
+            raise usage_error("give --modes and/or --note", "--modes / --note")
         context = app_context(ctx)
         store = context.store()
         labels = LabelService(store)
@@ -154,8 +157,6 @@ def register(app: typer.Typer) -> None:
         service = ErrorModeService(store)
         clip_id = labels.clip_id_for_key(clip)
         alm_run_id = service.alm_run_id(alm)
-        if modes is None and note is None:
-            raise AglwError("give --modes and/or --note")
         chosen = UNSET if modes is None else (None if modes.strip().lower() == "none" else modes)
         change = service.set_error_modes(annotator.id, clip_id, alm_run_id, modes=chosen,
                                          note=UNSET if note is None else note, expected_version=expect_version,
@@ -230,7 +231,7 @@ def register(app: typer.Typer) -> None:
 
         context = app_context(ctx)
         if bootstrap < 0:
-            raise AglwError(f"--bootstrap {bootstrap}: the number of resamples cannot be negative")
+            raise usage_error(f"{bootstrap}: the number of resamples cannot be negative", "--bootstrap")
         say(f"study report: alt-test ε = {epsilon}, α = {alpha}; cluster bootstrap B = {bootstrap}, seed = {seed} ...")
         store = context.store()
         report = run_task("study report", lambda task: write_report(

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from cli.context import app_context, check_choice, emit_json, run_task, say, show
+from cli.context import app_context, check_choice, emit_json, run_task, say, show, usage_error
 from workbench.errors import InputError
 
 # A summary lists this many failed clips; --json lists all.
@@ -153,14 +153,15 @@ def register(app: typer.Typer) -> None:
         app = app_context(ctx)
         _check_device(device)
         if checkpoint is not None and model is not None:
-            raise InputError("pass either --model NAME or --checkpoint PATH --arch mnXX, not both")
+            raise usage_error("pass either --model NAME or --checkpoint PATH --arch mnXX, not both", "--checkpoint")
         if checkpoint is not None:
             if arch is None:
-                raise InputError(f"--checkpoint {checkpoint}: also pass --arch (mn01, mn02, mn04, mn05, mn10, mn20, mn30, mn40)")
+                raise usage_error(f"{checkpoint}: also pass --arch (mn01, mn02, mn04, mn05, mn10, mn20, mn30, mn40)",
+                                  "--checkpoint")
             loaded = load_checkpoint(checkpoint, arch, device=device)
         else:
             if arch is not None:
-                raise InputError("--arch goes with --checkpoint; a named --model knows its architecture")
+                raise usage_error("goes with --checkpoint; a named --model knows its architecture", "--arch")
             loaded = load_named_checkpoint(model or "mn10_as", device=device)
         ontology = load_default_ontology()
         audio = load_audio(file, sample_rate=SAMPLE_RATE, mono=True)

@@ -282,7 +282,7 @@ def test_annotator_names_only_when_revealed(project) -> None:  # type: ignore[no
 def test_json_output_and_errors(store, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:  # type: ignore[no-untyped-def]
     assert main(["--db", str(store.sqlite_path), "agreement", "--out", str(tmp_path / "x")]) == 1
     assert "no judge or expert ratings" in capsys.readouterr().err
-    assert main(["--db", str(store.sqlite_path), "agreement"]) == 1
+    assert main(["--db", str(store.sqlite_path), "agreement"]) == 2  # a usage error (issue 40)
     assert "exactly one of --out" in capsys.readouterr().err
     _populate(store)
     assert main(["--db", str(store.sqlite_path), "--json", "agreement", "--out", str(tmp_path / "y"),

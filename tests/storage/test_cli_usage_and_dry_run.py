@@ -68,8 +68,10 @@ def bad_choices(d: dict[str, Path]) -> dict[str, list[str] | None]:
         "events export": [str(out / "ev.csv"), "--clip", "DEMO-0004", "--format", "bogus"],
         "quality overrule": ["--clip", "DEMO-0001", "--flag", "bogus"],
         "quality restore": ["--clip", "DEMO-0001", "--flag", "bogus"],
+        "import dataset": [str(d["root"] / "ds.csv"), "--format", "bogus"],
+        "export selection": [str(out / "sel.csv"), "--format", "bogus"],
         **dict.fromkeys([
-            "import dataset", "import predictions", "fetch-audio", "select", "export selection", "export predictions",
+            "import predictions", "fetch-audio", "select", "export predictions",
             "check locations", "gui", "demo", "clips list", "clips show", "media link", "judgments show",
             "label history", "judge models", "study sensitivity", "study error-mode", "study report",
             "study judge-error-modes", "study plan", "study progress", "study guess", "events eval", "events qa",
@@ -108,6 +110,45 @@ def test_a_value_outside_an_options_choices_exits_2(demo, capsys) -> None:  # ty
         if rc != 2 or option not in err:
             wrong[command] = (rc, err.strip()[-300:])
     assert not wrong, "\n".join(f"{c}: exit {rc}: {e}" for c, (rc, e) in wrong.items())
+
+
+def malformed_values(d: dict[str, Path]) -> list[tuple[list[str], str]]:
+    """An option's value that is malformed or out of range, or options that do not go together,
+    with the word the one-line error must name (issue 40: these exited 1)."""
+    out, tone = d["root"] / "out", str(d["tone"])
+    shot = ["screenshot", "--clip", "DEMO-0002", "--out", str(out / "shot.png")]
+    return [
+        (["import", "dataset", str(d["root"] / "ds.csv"), "--format", "agl1"], "--format"),
+        (["import", "dataset", str(d["root"] / "ds.csv"), "--mapping", str(d["ratings"])], "--mapping"),
+        ([*shot, "--size", "12x"], "--size"),
+        ([*shot, "--size", "100x100"], "--size"),
+        (["fit", "--what-if", "bogus"], "--what-if"),
+        (["fit", "--what-if", "/m/09x0r=N"], "--preview"),
+        (["fit", "--gamma", "-1"], "gamma"),
+        (["agreement"], "--ratings"),
+        (["agreement", "--out", str(out / "bundle"), "--ratings", str(d["ratings"])], "--ratings"),
+        (["fetch-audio", "--clips", "all,DEMO-0001"], "--clips"),
+        (["tag-file", tone, "--model", "mn10_as", "--checkpoint", tone, "--arch", "mn10"], "--checkpoint"),
+        (["tag-file", tone, "--checkpoint", tone], "--arch"),
+        (["tag-file", tone, "--arch", "mn10"], "--arch"),
+        (["alm", "run", "--model", " ", "--provider", "openai-compatible"], "--model"),
+        (["study", "alt-test", "--ratings", str(d["ratings"])], "--llm"),
+        (["study", "error-mode", "--clip", "DEMO-0001", "--alm", ALM], "--modes"),
+        (["study", "report", "--out", str(out / "report"), "--bootstrap", "-1"], "--bootstrap"),
+    ]
+
+
+def test_a_malformed_option_value_or_combination_exits_2(demo, capsys) -> None:  # type: ignore[no-untyped-def]
+    (demo["root"] / "out").mkdir(exist_ok=True)
+    before = hashlib.sha256(demo["db"].read_bytes()).hexdigest()
+    wrong = {}
+    for argv, word in malformed_values(demo):
+        rc, err = _run(demo["db"], argv, capsys)
+        if rc != 2 or word not in err or len(err.strip().splitlines()) != 1:
+            wrong[" ".join(argv)] = (rc, err.strip()[-300:])
+    assert not wrong, "\n".join(f"{c}: exit {rc}: {e}" for c, (rc, e) in wrong.items())
+    assert hashlib.sha256(demo["db"].read_bytes()).hexdigest() == before
+    assert not list((demo["root"] / "out").iterdir())
 
 
 # ------------------------------------------------------------------------------- dry runs

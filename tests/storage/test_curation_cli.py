@@ -39,9 +39,9 @@ def test_fit_json_contract_preview_and_diff(project_db, capsys) -> None:  # type
 
 
 def test_fit_rejects_bad_parameters_with_a_message(project_db, capsys) -> None:  # type: ignore[no-untyped-def]
-    assert main(["--db", project_db, "fit", "--tau", "2"]) == 1
+    assert main(["--db", project_db, "fit", "--tau", "2"]) == 2  # a usage error (issue 40)
     assert "tau must lie in [0, 1]" in capsys.readouterr().err
-    assert main(["--db", project_db, "fit", "--what-if", f"{BIRD}=N"]) == 1
+    assert main(["--db", project_db, "fit", "--what-if", f"{BIRD}=N"]) == 2
     assert "--preview" in capsys.readouterr().err
     assert main(["--db", project_db, "fit", "--alm", "nope"]) == 1
     assert "alm-x" in capsys.readouterr().err

@@ -140,7 +140,7 @@ def test_cli_tag_and_tag_file(project, checkpoint_file: Path, tmp_path: Path, mo
 
     assert main(["tag-file", str(audio), "--checkpoint", str(checkpoint_file), "--arch", "mn04"]) == 1
     assert "not a mn04 EfficientAT checkpoint" in capsys.readouterr().err
-    assert main(["tag-file", str(audio), "--checkpoint", str(checkpoint_file)]) == 1
+    assert main(["tag-file", str(audio), "--checkpoint", str(checkpoint_file)]) == 2  # a usage error (issue 40)
     assert "also pass --arch" in capsys.readouterr().err
 
 

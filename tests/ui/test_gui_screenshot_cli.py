@@ -57,8 +57,8 @@ def test_screenshot_errors(qapp, demo_db, tmp_path, capsys) -> None:  # type: ig
     assert main(["--db", str(demo_db), "screenshot", "--clip", "NOPE", "--out", str(tmp_path / "x.png")]) == 1
     assert "no clip with key 'NOPE'" in capsys.readouterr().err
     assert main(["--db", str(demo_db), "screenshot", "--clip", "DEMO-0001", "--out", str(tmp_path / "x.png"),
-                 "--size", "huge"]) == 1
-    assert "--size must look like" in capsys.readouterr().err
+                 "--size", "huge"]) == 2  # a usage error (issue 40)
+    assert "Invalid value for --size: must look like" in capsys.readouterr().err
 
 
 def test_demo_no_gui_prints_a_summary(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
