@@ -207,7 +207,7 @@ def headphone_trials(study: StudyConfig, participant_id: int) -> list[int]:
 
     Derived from the study's secret, so the server needs no state and the page cannot know it.
     The antiphase tone is the one after the quiet one (cyclically); see
-    :func:`workbench.audio.headphone_check.trial`.
+    :func:`workbench.audio.headphone_check.trial_wav`.
     """
     out = []
     for trial in range(HEADPHONE_TRIALS):
