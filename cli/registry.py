@@ -35,6 +35,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("demo", "gui_cmds", "Generate a demo project offline (synthetic DEMO data) and open the GUI on it."),
     ("import", "data_cmds",
      "Import a dataset (AGL1K CSV, a mapped table, a folder of recordings, an hf export) or ALM result records (all or nothing)."),
+    ("serve", "web_cmds", "Serve a web study's page (the study page: consent, headphone check, clips) until Ctrl-C."),
     ("clips", "clips_cmds", "List and show the clips of the project."),
     ("media", "clips_cmds", "Find the recordings of clips under the media roots."),
     ("judgments", "clips_cmds", "Show what the LLM judges said."),
