@@ -4,6 +4,7 @@ Every command that writes what the user named (``--out``, an export's ``OUT``) g
 here, so the rules hold everywhere:
 
 * an existing target is replaced only with ``force`` (``--force``);
+* the folder it goes into must exist: a mistyped folder in ``--out`` is refused, not made;
 * a symbolic link as the target is never followed: with ``force`` the link itself is replaced
   (what it points to is left as it was), and a dangling link is refused, since writing "through"
   it would create a file somewhere else;
@@ -60,13 +61,15 @@ def _check_parent(path: Path) -> None:
     parent = path.parent
     if parent.exists() and not parent.is_dir():
         raise OutputError(f"{path}: {parent} is a file, not a folder; choose another path")
+    if not parent.exists():
+        raise OutputError(f"{path}: the folder {parent} does not exist; create it first, or choose another path")
 
 
 def check_file_target(path: str | Path, *, force: bool) -> Path:
     """``path`` as a Path when a file may be written there, else an :class:`OutputError`.
 
-    Refuses a dangling symbolic link, a folder, and (without ``force``) anything that exists,
-    a link to an existing file included.
+    Refuses a dangling symbolic link, a folder, a missing parent folder and (without ``force``)
+    anything that exists, a link to an existing file included.
     """
     path = Path(path)
     if path.is_symlink():
@@ -107,15 +110,6 @@ def _fsync_folder(folder: Path) -> None:
         pass
     finally:
         os.close(handle)
-
-
-def _mkdirs(folder: Path, target: Path) -> None:
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except FileExistsError as exc:
-        raise OutputError(f"{target}: {folder} is a file, not a folder; choose another path") from exc
-    except OSError as exc:
-        raise write_failed(target, exc) from exc
 
 
 def _beside(path: Path, suffix: str, *, folder: bool) -> Path:
@@ -162,7 +156,6 @@ def output_file(path: str | Path, *, force: bool, suffix: str = "") -> Iterator[
     again at the end. ``suffix`` keeps the extension a writer may look at (``.png``).
     """
     path = check_file_target(path, force=force)
-    _mkdirs(path.parent, path)
     temporary = _beside(path, suffix, folder=False)
     try:
         yield temporary
@@ -198,8 +191,8 @@ def check_folder_target(path: str | Path, *, force: bool, earlier: Callable[[Pat
                         what: str = "output") -> Path:
     """``path`` as a Path when a folder of ``what`` may be written there, else an :class:`OutputError`.
 
-    A new or empty folder is fine. A non-empty one is replaced only when ``earlier(path)`` says
-    it holds an earlier ``what`` (and nothing else) and ``force`` is given. A symbolic link is
+    A new or empty folder is fine (in a folder that exists). A non-empty one is replaced only
+    when ``earlier(path)`` says it holds an earlier ``what`` (and nothing else) and ``force`` is given. A symbolic link is
     refused when dangling and, without ``force``, always; with ``force`` the link itself is
     replaced by the new folder.
     """
@@ -260,7 +253,6 @@ def output_folder(path: str | Path, *, force: bool, earlier: Callable[[Path], bo
     """
     # absolute, so that "." has a name and a parent to stage beside (links are not resolved)
     path = check_folder_target(Path(os.path.abspath(path)), force=force, earlier=earlier, what=what)
-    _mkdirs(path.parent, path)
     staging = _beside(path, "", folder=True)
     try:
         yield staging

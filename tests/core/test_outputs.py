@@ -14,6 +14,7 @@ from workbench.outputs import OutputError
 
 def test_a_new_file_is_written_and_an_existing_one_needs_force(tmp_path: Path) -> None:
     target = tmp_path / "sub" / "out.csv"
+    target.parent.mkdir()
     outputs.write_text(target, "a\n", force=False)
     assert target.read_text() == "a\n"
     with pytest.raises(OutputError, match="exists; pass --force"):
@@ -22,6 +23,21 @@ def test_a_new_file_is_written_and_an_existing_one_needs_force(tmp_path: Path) -
     outputs.write_text(target, "b\n", force=True)
     assert target.read_text() == "b\n"
     assert sorted(p.name for p in target.parent.iterdir()) == ["out.csv"]  # no temporary left
+
+
+def test_a_missing_parent_folder_is_refused(tmp_path: Path) -> None:
+    """A typo in a folder name (``--out /tmp/reprots/x.png``) is refused, not made into a tree of
+    folders (a caller that lays out folders of its own makes them first)."""
+    target = tmp_path / "no" / "such" / "out.csv"
+    for attempt in (lambda: outputs.check_file_target(target, force=False),
+                    lambda: outputs.write_text(target, "a\n", force=True),
+                    lambda: outputs.check_folder_target(tmp_path / "no" / "bundle", force=False)):
+        with pytest.raises(OutputError, match=r"the folder .*no.* does not exist; create it"):
+            attempt()
+    assert list(tmp_path.iterdir()) == []
+    target.parent.mkdir(parents=True)
+    outputs.write_bytes(target, b"a", force=False)
+    assert target.read_bytes() == b"a"
 
 
 def test_a_link_is_never_written_through(tmp_path: Path) -> None:

@@ -163,6 +163,17 @@ def test_an_existing_target_is_refused_without_force(project: str, output, tmp_p
     assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]  # nothing staged beside it
 
 
+def test_a_missing_parent_folder_is_refused(project: str, output, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """A mistyped folder in OUT is not made (issue 40: `screenshot --out /nonexistent/dir/x.png` made it)."""
+    name, spec = output
+    out = tmp_path / "no" / "such" / f"target{spec.suffix}"
+    for extra in ([], ["--force"]):
+        rc, err = _run(capsys, project, spec, out, *extra)
+        assert rc == 1, err
+        assert "does not exist; create it" in _one_line(err, out)
+        assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("force", [False, True])
 def test_a_dangling_link_is_refused(project: str, output, tmp_path: Path, capsys, force: bool) -> None:  # type: ignore[no-untyped-def]
     name, spec = output
