@@ -29,15 +29,16 @@ def _table(columns: list[str], rows: list[list[Any]]):  # type: ignore[no-untype
     return table
 
 
-def _quality_line(q: dict) -> str:
-    """The quality metrics as a reader writes them down, with the absolute filters they fail
-    (low_complexity is relative to the pool: `aglw fit` and the review window show it)."""
-    from workbench.audio.quality import QualityMetrics, quality_flags
+def _quality_line(record: dict) -> str:
+    """The quality metrics as a reader writes them down, with the flags the clip has now (the one
+    answer, `workbench.audio.flags`) and, where the pool-relative flag was not raised, why."""
+    from workbench.audio.quality import describe_flag
     from workbench.formatting import db, ratio, score
 
-    values = [q.get(k) for k in ("rms_dbfs", "spectral_flatness", "clipping_ratio", "aci")]
-    flags = quality_flags(QualityMetrics(*values), None) if all(v is not None for v in values) else []
-    shown = f"flags: {', '.join(flags)}" if flags else "no quality flags"
+    q, flags, pool = record["quality"], record["quality_flags"], record["quality_pool"] or {}
+    shown = f"flags: {'; '.join(describe_flag(f) for f in flags)}" if flags else "no quality flags"
+    if pool.get("why_not"):
+        shown += f" ({pool['why_not']})"
     return (f"quality: rms {db(q['rms_dbfs'])}, flatness {ratio(q['spectral_flatness'])}, "
             f"clipping {ratio(q['clipping_ratio'])}, ACI {score(q['aci'])}; {shown}")
 
@@ -102,8 +103,7 @@ def clips_show(ctx: typer.Context, key: str = typer.Argument(..., help="The clip
         lines.append(f"       {audio['n_channels']} ch, {audio['sample_rate']} Hz, {audio['duration_s']:.1f} s, "
                      f"layout {audio['layout'] or 'unknown'}")
     if record["quality"]:
-        q = record["quality"]
-        lines.append(_quality_line(q))
+        lines.append(_quality_line(record))
     if record["tags"]:
         top = ", ".join(f"{t['name'] or t['id']} {t['probability']:.2f}" for t in record["tags"][:10])
         lines.append(f"tags ({record['tagger']['model']}): {top}")

@@ -96,6 +96,8 @@ def register(app: typer.Typer) -> None:
             if pool and pool.get("cut_off") is not None:
                 show(f"low_complexity is relative to the pool: ACI below {pool['cut_off']:.4g}, percentile "
                      f"{pool['percentile']:g} of {pool['clips']} {pool['what']}")
+            elif pool and pool.get("why_not"):
+                show(pool["why_not"])
             if folder is not None:
                 for entry in payload["files"]:
                     if entry["error"] is None:

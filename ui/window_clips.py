@@ -180,11 +180,8 @@ class ClipViewMixin:
         if detail is not None:  # the annotator's own votes on the clip's quality flags
             own = {v["flag"]: v["overruled"] for v in self.labels.quality_overrules(detail.clip_id)
                    if v["annotator_id"] == self.annotator.id}
-            from workbench.audio.quality import describe_flag
-            from workbench.curation.runs import clip_quality_flags
-
-            self.clip_panel.set_quality_votes(
-                detail.quality_flags, own, [describe_flag(f) for f in clip_quality_flags(self.store, detail.clip_id)])
+            # the flags the clip has now, each with its value and cut-off (workbench/audio/flags.py)
+            self.clip_panel.set_quality_votes(detail.quality_flags, own, detail.quality_flag_details)
         self.clip_panel.reveal.setEnabled(policy.can_reveal())
         self.grid.set_detail(detail, judges_visible=visible, rows=policy.categories(detail))
 

@@ -259,6 +259,9 @@ def clip_record(store: Store, key: str) -> dict[str, Any]:
         clip = connection.execute(select(T.clip).where(T.clip.c.id == clip_id)).one()
         dataset = connection.execute(select(T.dataset.c.name).where(T.dataset.c.id == clip.dataset_id)).scalar()
         quality = connection.execute(select(T.clip_quality).where(T.clip_quality.c.clip_id == clip_id)).first()
+        from workbench.audio.flags import quality_flags_now
+
+        flags_now = quality_flags_now(connection)  # the one answer (issue 40), with its pool
         tagger = current_tagger_row(connection)
         tags = []
         if tagger is not None:
@@ -314,6 +317,10 @@ def clip_record(store: Store, key: str) -> dict[str, Any]:
             "rms_dbfs": quality.rms_dbfs, "spectral_flatness": quality.spectral_flatness,
             "clipping_ratio": quality.clipping_ratio, "aci": quality.aci,
         },
+        # each {flag, metric, value, threshold} and, for the pool-relative one, pool
+        "quality_flags": flags_now.of(clip_id),
+        # the pool low_complexity is relative to; why_not says why it was not raised
+        "quality_pool": None if quality is None else flags_now.pool,
         "tagger": None if tagger is None else {"run_id": tagger.id, "model": tagger.model_name},
         "tags": tags,
         "predictions": predictions,

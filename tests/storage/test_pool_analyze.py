@@ -238,16 +238,17 @@ def test_without_ray_the_engine_names_the_extra_to_install(pool, monkeypatch) ->
 
 
 def test_the_aci_cut_off_names_the_pool_it_was_computed_on(pool) -> None:  # type: ignore[no-untyped-def]
-    """low_complexity is relative to the pool: the summary says which pool, which percentile, which cut-off."""
-    import numpy as np
-
-    from workbench.audio.quality import aci_percentile
+    """low_complexity is relative to the pool: the summary says which pool and which percentile, and
+    below MIN_RELATIVE_POOL clips with a measured ACI that the flag was not raised, and why (issue 40)."""
+    from workbench.audio.quality import MIN_RELATIVE_POOL
 
     store, media = pool
     folder = analyze_pool(folder=media)
-    measured = [row.aci for row in folder.rows if row.ok]
-    assert folder.aci_pool == {"clips": 12, "percentile": 2.0, "cut_off": aci_percentile(measured),
-                               "what": "files of this folder run with a measured ACI"}
+    assert {k: folder.aci_pool[k] for k in ("clips", "percentile", "cut_off", "minimum", "raised", "what")} == {
+        "clips": 12, "percentile": 2.0, "cut_off": None, "minimum": MIN_RELATIVE_POOL, "raised": False,
+        "what": "files of this folder run with a measured ACI"}
+    assert "low_complexity not raised: 12 files" in folder.aci_pool["why_not"]
+    assert not any("low_complexity" in flags for flags in folder.flags.values())
     project = analyze_pool(store)
     assert project.aci_pool["what"] == "analysed clips of the project with a measured ACI"
-    assert project.aci_pool["clips"] > 0 and np.isfinite(project.aci_pool["cut_off"])
+    assert project.aci_pool["clips"] > 0 and project.aci_pool["raised"] is False

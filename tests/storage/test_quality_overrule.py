@@ -11,7 +11,7 @@ from sqlmodel import select
 
 from cli.main import main
 from storage import open_store
-from storage.models import LabelHistory, QualityOverrule
+from storage.models import Clip, ClipQuality, LabelHistory, QualityOverrule
 from tests.cli_helpers import run_json
 from tests.storage.test_curation_fixtures import add_annotator, set_clip_label, set_quality
 from tests.storage.test_curation_selection_export import project
@@ -24,7 +24,8 @@ from workbench.labels import LabelService
 @pytest.fixture
 def flagged(sqlite_path):  # type: ignore[no-untyped-def]
     """12 clips; clip_02 is too quiet (low_level) and accepted by an expert, clip_03 has the pool's
-    lowest ACI (low_complexity); a stored fit."""
+    lowest ACI (low_complexity: 50 more analysed clips of the project, no ALM answered them, make the
+    pool large enough for a percentile); a stored fit."""
     store = open_store(sqlite_path)
     ids = project(store)
     expert = add_annotator(store, "erin")
@@ -32,6 +33,13 @@ def flagged(sqlite_path):  # type: ignore[no-untyped-def]
     set_quality(store, ids["clip_02"], rms_dbfs=-80.0, spectral_flatness=0.1, clipping_ratio=0.0, aci=9.0)
     for key, aci in (("clip_03", 5.0), ("clip_04", 9.0), ("clip_05", 9.0)):
         set_quality(store, ids[key], rms_dbfs=-20.0, spectral_flatness=0.1, clipping_ratio=0.0, aci=aci)
+    with store.write() as s:
+        dataset_id = s.get(Clip, ids["clip_02"]).dataset_id
+        extra = [Clip(dataset_id=dataset_id, key=f"unanswered_{i:02d}") for i in range(50)]
+        s.add_all(extra)
+        s.flush()
+        s.add_all([ClipQuality(clip_id=c.id, rms_dbfs=-20.0, spectral_flatness=0.1, clipping_ratio=0.0, aci=9.0)
+                   for c in extra])
     service.fit(store, FitParameters(n_min=1))
     store.dispose()
     return str(sqlite_path), ids
@@ -121,6 +129,10 @@ def test_the_pool_relative_aci_flag_names_its_pool_and_cut_off(flagged, capsys) 
     fit = run_json(capsys, "--db", db, "--json", "fit", "--n-min", "1", "--preview")
     flags = {c["key"]: c["quality_flags"] for c in fit["clips"] if c["quality_flags"]}
     aci = [f for f in flags["clip_03"] if f["flag"] == "low_complexity"]
-    # four clips have an ACI (5, 9, 9, 9): the 2nd percentile of that pool is the cut-off
-    assert aci and aci[0]["pool"] == {"clips": 4, "percentile": 2.0, "what": "clips of this fit with a measured ACI"}
-    assert aci[0]["threshold"] == pytest.approx(5.0 + 0.02 * 3 * 4.0)
+    # 54 analysed clips have an ACI (5, then 53 of 9): the 2nd percentile of that pool (position 1.06
+    # of the sorted values) is the cut-off
+    cut_off = 9.0
+    assert aci and aci[0]["pool"] == {"clips": 54, "percentile": 2.0, "cut_off": pytest.approx(cut_off),
+                                      "minimum": 50, "what": "analysed clips of the project with a measured ACI"}
+    assert aci[0]["threshold"] == pytest.approx(cut_off)
+    assert fit["summary"]["quality_pool"]["raised"] is True

@@ -7,6 +7,7 @@ import pytest
 from storage.models import (
     AlmRun,
     Clip,
+    ClipQuality,
     CurationClipResult,
     CurationRun,
     Dataset,
@@ -92,6 +93,8 @@ def project(store, tmp_path):  # type: ignore[no-untyped-def]
         s.flush()
         s.add(CurationClipResult(run_id=run.id, clip_id=c1.id, localizability=0.5, percentile=100.0, candidate=True,
                                  quality_flags=[{"flag": "clipping", "value": 0.01}]))
+        # the flags come from the metrics now (workbench/audio/flags.py), not from the stored fit
+        s.add(ClipQuality(clip_id=c1.id, rms_dbfs=-20.0, spectral_flatness=0.1, clipping_ratio=0.01, aci=9.0))
         ids = (c1.id, c2.id)
     return store, ids
 

@@ -7,7 +7,7 @@ from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QKeySequence
 from sqlmodel import select
 
-from storage.models import CurationClipResult
+from storage.models import ClipQuality
 from ui.browser import COLUMNS
 from workbench.labels import LabelService
 from workbench.review.service import ReviewService
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.qt_log_ignore("does not support propagateSizeHints")
 
 # The demo project (see workbench.demo), unreviewed:
 #   key        country   continent      disagreement  |l−θ|
-#   DEMO-0001  Poland    Europe         0.111         2.408   flags: low_complexity
+#   DEMO-0001  Poland    Europe         0.111         2.408   (no flags: a pool of 4 raises no low_complexity)
 #   DEMO-0002  Portugal  Europe         0.222         1.206
 #   DEMO-0003  Japan     Asia           0.333         1.682
 #   DEMO-0004  Brazil    South America  0.333         2.102
@@ -134,19 +134,22 @@ def test_clicking_a_header_sorts_by_that_column(make_window, qtbot) -> None:  # 
 
 
 def test_flag_filter_offers_each_flag(make_window, demo_store) -> None:  # type: ignore[no-untyped-def]
-    flags = {"DEMO-0001": [{"flag": "low_complexity"}, {"flag": "clipping"}], "DEMO-0002": ["clipping"]}
-    ids = {key: _clip_id(demo_store, key) for key in flags}
+    # the flags come from the clips' metrics now (workbench/audio/flags.py): DEMO-0001 too quiet and
+    # clipping, DEMO-0002 clipping
+    metrics = {"DEMO-0001": {"rms_dbfs": -70.0, "clipping_ratio": 0.01}, "DEMO-0002": {"clipping_ratio": 0.01}}
+    ids = {key: _clip_id(demo_store, key) for key in metrics}
     with demo_store.write() as s:
-        for key, value in flags.items():
-            for result in s.exec(select(CurationClipResult).where(CurationClipResult.clip_id == ids[key])):
-                result.quality_flags = value
+        for key, values in metrics.items():
+            for row in s.exec(select(ClipQuality).where(ClipQuality.clip_id == ids[key])):
+                for name, value in values.items():
+                    setattr(row, name, value)
     window = make_window()
     window.blind_action.setChecked(False)  # the shown order is the informative queue
     box = window.browser.flagged
-    assert [box.itemText(i) for i in range(box.count())] == ["any", "flagged", "clean", "clipping", "low_complexity"]
+    assert [box.itemText(i) for i in range(box.count())] == ["any", "flagged", "clean", "clipping", "low_level"]
     box.setCurrentText("clipping")
     assert _shown(window) == ["DEMO-0002", "DEMO-0001"]
-    box.setCurrentText("low_complexity")
+    box.setCurrentText("low_level")
     assert _shown(window) == ["DEMO-0001"]
     box.setCurrentText("flagged")
     assert _shown(window) == ["DEMO-0002", "DEMO-0001"]

@@ -218,6 +218,13 @@ def _queue_by_rule(rows) -> list[str]:  # type: ignore[no-untyped-def]
 
 
 def test_review_queue_order_in_the_browser(make_window, demo_store) -> None:  # type: ignore[no-untyped-def]
+    from sqlalchemy import update
+
+    from storage.models import ClipQuality
+
+    with demo_store.write() as s:  # DEMO-0001 clips: a flag from its metrics (workbench/audio/flags.py)
+        s.execute(update(ClipQuality).where(ClipQuality.clip_id == _clip_id(demo_store, "DEMO-0001"))
+                  .values(clipping_ratio=0.01))
     me = LabelService(demo_store).ensure_annotator("tester")
     LabelService(demo_store).set_clip_label(me.id, _clip_id(demo_store, "DEMO-0002"), decision="accept")
     window = make_window()
@@ -267,8 +274,8 @@ def test_review_queue_order_in_the_browser(make_window, demo_store) -> None:  # 
     assert shown() == expected(lambda r: bool(r.quality_flags)) == ["DEMO-0001"]
     browser.flagged.setCurrentText("clean")
     assert shown() == expected(lambda r: not r.quality_flags) == ["DEMO-0003", "DEMO-0004", "DEMO-0002"]
-    browser.flagged.setCurrentText("low_complexity")
-    assert browser.flagged.currentText() == "low_complexity" and shown() == ["DEMO-0001"]
+    browser.flagged.setCurrentText("clipping")
+    assert browser.flagged.currentText() == "clipping" and shown() == ["DEMO-0001"]
     browser.flagged.setCurrentText("any")
     assert shown() == expected(lambda r: True)
 

@@ -149,18 +149,6 @@ def aci_percentile(pool_aci: np.ndarray | list[float], percentile: float = 2.0) 
     return float(np.percentile(values, percentile)) if values.size else None
 
 
-def aci_pool(pool_aci: np.ndarray | list[float], what: str, percentile: float = 2.0) -> dict[str, object]:
-    """The pool a low-complexity cut-off was computed on: how many clips, which percentile, the
-    cut-off itself. The flag is relative to the pool (a clip flagged in a 2-clip project may pass
-    in a folder of 1,000), so every output of it says which pool."""
-    import numpy as np
-
-    values = np.asarray(pool_aci, dtype=np.float64)
-    values = values[np.isfinite(values)]
-    return {"clips": int(values.size), "percentile": float(percentile), "cut_off": aci_percentile(values, percentile),
-            "what": what}
-
-
 def quality_flags(
     metrics: QualityMetrics,
     aci_p2: float | None,
@@ -243,8 +231,8 @@ def pool_flags(
     why_not = None
     if not raised:
         why_not = (f"low_complexity not raised: {len(measured)} {what}, fewer than the {thresholds.min_relative_pool} "
-                   f"a percentile cut-off needs (the {thresholds.aci_percentile:g}th percentile of a small pool "
-                   "flags its quietest clip whatever it sounds like)")
+                   f"its cut-off needs (percentile {thresholds.aci_percentile:g} of a small pool flags its "
+                   "quietest clip whatever it sounds like)")
     pool = {"clips": len(measured), "percentile": float(thresholds.aci_percentile), "cut_off": cut_off,
             "minimum": int(thresholds.min_relative_pool), "raised": raised, "what": what, "why_not": why_not}
     limits = {"low_level": thresholds.min_rms_dbfs, "flat_spectrum": thresholds.max_spectral_flatness,

@@ -17,7 +17,6 @@ from workbench.audio.quality import (
     DEFAULT_THRESHOLDS,
     QualityMetrics,
     QualityThresholds,
-    aci_percentile,
     quality_flags,
     quality_metrics,
 )
@@ -98,23 +97,15 @@ def write_clip_analysis(
 
 
 def pool_quality_flags(store: Store, thresholds: QualityThresholds = DEFAULT_THRESHOLDS) -> dict[int, list[str]]:
-    """Quality flags of every analysed clip, the ACI filter relative to the pool's 2nd percentile.
+    """Quality flag names of every analysed clip now, as the one owner says
+    (:func:`workbench.audio.flags.quality_flags_now`: the ACI filter relative to the project's pool).
 
     Returns
     -------
     dict[int, list[str]]
-        clip id -> flag names (see :func:`~workbench.audio.quality.quality_flags`).
+        clip id -> flag names (empty for an analysed clip that passes).
     """
-    with store.session() as s:
-        rows = s.exec(select(ClipQuality)).all()
-    aci_p2 = aci_percentile([row.aci for row in rows if row.aci is not None])
-    flags: dict[int, list[str]] = {}
-    for row in rows:
-        metrics = QualityMetrics(
-            rms_dbfs=row.rms_dbfs if row.rms_dbfs is not None else float("-inf"),
-            spectral_flatness=row.spectral_flatness or 0.0,
-            clipping_ratio=row.clipping_ratio or 0.0,
-            aci=row.aci if row.aci is not None else 0.0,
-        )
-        flags[row.clip_id] = quality_flags(metrics, aci_p2, thresholds)
-    return flags
+    from workbench.audio.flags import quality_flags_now
+
+    now = quality_flags_now(store, thresholds)
+    return {clip: list(now.names(clip)) for clip in now.measured}

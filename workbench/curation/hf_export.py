@@ -27,7 +27,6 @@ from sqlalchemy import select
 import workbench
 from storage import Store
 from storage.models import Clip, CurationClipResult, Dataset, Tag
-from workbench.audio.quality import stored_flag_name
 from workbench.errors import AglwError
 from workbench.media import clip_audio, dataset_roots
 from workbench.speech import SPEECH_CLASS_ID, SPEECH_TAG_THRESHOLD, is_speech_clip
@@ -139,16 +138,6 @@ def _curation(session: Any, run_id: int | None, clip_ids: list[int]) -> tuple[di
     return {"id": run_id}, results
 
 
-def _flag_names(flags: Any) -> list[str]:
-    names = []
-    for flag in flags or []:
-        name = stored_flag_name(flag)
-        overruled = isinstance(flag, dict) and flag.get("overruled")
-        if name and not overruled:
-            names.append(str(name))
-    return names
-
-
 def _tags(session: Any, clip_ids: list[int]) -> tuple[int | None, dict[int, list[Tag]]]:
     from workbench.project import current_tagger_run_id
 
@@ -186,6 +175,14 @@ def gather(store: Store, *, dataset: str | None = None, keys: list[str] | None =
                    created_at=info.created_at.isoformat())
     names = category_names(store) if tags else {}
     roots = dataset_roots(store)
+    if run is not None:
+        # the flags each clip has now (the one owner, with the run's cut-offs), less those the experts overrule now
+        from workbench.audio.flags import quality_flags_now
+        from workbench.curation.inputs import flag_overrules_now
+        from workbench.curation.model import FitParameters, quality_thresholds
+
+        flags_now = quality_flags_now(store, quality_thresholds(FitParameters.from_dict(run.get("parameters") or {})))
+        overruled = flag_overrules_now(store)
     # the speech rule with the curation run's τ, as the selection applies it
     tau = float(((run or {}).get("parameters") or {}).get("tau", SPEECH_TAG_THRESHOLD))
     agl1k = any(getattr(c, column) is not None for c in ordered for column in AGL1K_FIELDS.values())
@@ -203,7 +200,7 @@ def gather(store: Store, *, dataset: str | None = None, keys: list[str] | None =
             result = results.get(clip.id)
             row["localizability"] = float(result.localizability) if result else None
             row["candidate"] = bool(result.candidate) if result else None
-            row["quality_flags"] = _flag_names(result.quality_flags) if result else None
+            row["quality_flags"] = [name for name in flags_now.names(clip.id) if not overruled(clip.id, name)]
         if tagger_run_id is not None:
             clip_tags = sorted(tags.get(clip.id, []), key=lambda t: (-t.probability, t.class_index))
             row["tags"] = [{"id": t.audioset_id, "name": names.get(t.audioset_id, t.audioset_id),

@@ -30,7 +30,7 @@ import json
 import math
 from collections import Counter, defaultdict
 from functools import lru_cache
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,6 +90,41 @@ class FitInputs:
     def flag_overruled(self, clip: Any, flag: str) -> bool:
         """Whether the experts' resolved votes keep ``clip`` despite its quality flag ``flag``."""
         return int(clip) in self.quality_overruled or (int(clip), flag) in self.flag_overrules
+
+
+_FLAG_VOTE_COLUMNS = ["id", "annotator", "clip", "flag", "overruled", "version", "updated_at"]
+
+
+def _overrules(clip_votes: pd.DataFrame, flag_votes: pd.DataFrame, adjudicator_ids: set[int],
+               pool: set[int] | None) -> tuple[set[int], set[tuple[int, str]]]:
+    """The experts' overrules as resolved now: clips whose every flag is overruled (the clip vote
+    ``quality_overruled``) and (clip, flag) pairs (``aglw quality overrule``), each resolved like
+    every clip vote (an adjudicator's latest, else the majority). ``clip_votes`` has an
+    ``adjudicator`` column already; ``pool`` (None: every clip) limits both."""
+    overruled = resolve_votes(clip_votes, ["clip"], "quality_overruled")
+    quality_overruled = {int(c) for c, v in overruled.itertuples(index=False, name=None) if bool(v)}
+    flag_votes = flag_votes.assign(adjudicator=flag_votes["annotator"].isin(adjudicator_ids))
+    if pool is not None:
+        flag_votes = flag_votes[flag_votes["clip"].isin(pool)]
+    flag_overrules = {(int(c), str(f)) for c, f, v in resolve_votes(flag_votes, ["clip", "flag"], "overruled")
+                      .itertuples(index=False, name=None) if bool(v)}
+    return quality_overruled, flag_overrules
+
+
+def flag_overrules_now(store: Store) -> Callable[[Any, str], bool]:
+    """Whether the experts' votes, resolved now, keep a clip despite a quality flag: ``(clip, flag)
+    -> bool``, the rule :meth:`FitInputs.flag_overruled` applies (the export asks it outside a fit)."""
+    with store.read() as conn:
+        adjudicator_ids = set(conn.execute(select(Annotator.id).where(Annotator.role == "adjudicator")).scalars())
+        clip_votes = _frame(conn.execute(select(
+            ClipLabel.id, ClipLabel.annotator_id, ClipLabel.clip_id, ClipLabel.quality_overruled, ClipLabel.version,
+            ClipLabel.updated_at)).all(), ["id", "annotator", "clip", "quality_overruled", "version", "updated_at"])
+        flag_votes = _frame(conn.execute(select(
+            QualityOverrule.id, QualityOverrule.annotator_id, QualityOverrule.clip_id, QualityOverrule.flag,
+            QualityOverrule.overruled, QualityOverrule.version, QualityOverrule.updated_at)).all(), _FLAG_VOTE_COLUMNS)
+    clip_votes["adjudicator"] = clip_votes["annotator"].isin(adjudicator_ids)
+    whole, pairs = _overrules(clip_votes, flag_votes, adjudicator_ids, None)
+    return lambda clip, flag: int(clip) in whole or (int(clip), str(flag)) in pairs
 
 
 def choose_alm_run(store: Store, alm_model: str | None) -> tuple[int, str]:
@@ -300,15 +335,9 @@ def gather_inputs(store: Store, alm_model: str | None = None) -> FitInputs:
     clip_votes["adjudicator"] = clip_votes["annotator"].isin(adjudicator_ids)
     clip_votes = clip_votes[clip_votes["clip"].isin(pool)]
     decisions = resolve_votes(clip_votes, ["clip"], "decision").set_index("clip")["decision"]
-    overruled = resolve_votes(clip_votes, ["clip"], "quality_overruled")
-    quality_overruled = {int(c) for c, v in overruled.itertuples(index=False, name=None) if bool(v)}
+    quality_overruled, flag_overrules = _overrules(clip_votes, _frame(flag_votes, _FLAG_VOTE_COLUMNS),
+                                                   adjudicator_ids, pool)
     ratings = _mean_rating(clip_votes[["clip", "rating", "adjudicator"]])
-    # per flag, resolved like every clip vote: an adjudicator's latest, else the majority
-    flag_frame = _frame(flag_votes, ["id", "annotator", "clip", "flag", "overruled", "version", "updated_at"])
-    flag_frame["adjudicator"] = flag_frame["annotator"].isin(adjudicator_ids)
-    flag_frame = flag_frame[flag_frame["clip"].isin(pool)]
-    flag_overrules = {(int(c), str(f)) for c, f, v in resolve_votes(flag_frame, ["clip", "flag"], "overruled")
-                      .itertuples(index=False, name=None) if bool(v)}
 
     quality_frame = _frame(
         quality, ["clip", "rms_dbfs", "spectral_flatness", "clipping_ratio", "aci", "content_hash"]

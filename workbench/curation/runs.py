@@ -179,20 +179,6 @@ def latest_run_id(store: Store) -> int | None:
     return _latest_run_id(store)
 
 
-def clip_quality_flags(store: Store, clip_id: int) -> list[dict[str, Any]]:
-    """The quality flags the latest stored run gave one clip (value, cut-off, for a pool-relative
-    flag its pool); empty when there is no run or no flag."""
-    run_id = _latest_run_id(store)
-    if run_id is None:
-        return []
-    with store.session() as s:
-        flags = s.connection().execute(
-            select(CurationClipResult.quality_flags).where(
-                CurationClipResult.run_id == run_id, CurationClipResult.clip_id == clip_id)
-        ).scalar()
-    return [f for f in (flags or []) if isinstance(f, dict)]
-
-
 def load_run_clips(store: Store, run_id: int) -> pd.DataFrame:
     """A stored run's per-clip results with clip metadata (plain DataFrame indexed by clip id).
 
@@ -270,6 +256,6 @@ def stored_fit(store: Store, run_id: int | None = None) -> FitResult | None:
 
 
 __all__ = [
-    "DIFF_TOP_MOVES", "CategoryResult", "ClipResult", "FitResult", "RunInfo", "clip_quality_flags", "diff_against_latest",
+    "DIFF_TOP_MOVES", "CategoryResult", "ClipResult", "FitResult", "RunInfo", "diff_against_latest",
     "latest_run_id", "list_runs", "load_run_clips", "run_diff", "run_info", "stored_fit",
 ]

@@ -164,12 +164,42 @@ def accepted_left_out(pool: pd.DataFrame, chosen: list[Any], keys: pd.Series, si
     return sorted(out, key=lambda r: r["key"])
 
 
+def left_out(pool: pd.DataFrame, chosen: list[Any], keys: pd.Series) -> list[dict[str, Any]]:
+    """Every clip of the pool the selection left out, by key, with why: ``rejected`` (an expert's
+    reject), ``quality_flagged`` (flags no expert overruled: ``flags`` names them, ``detail``
+    gives their values), ``below_theta`` (not a candidate, not accepted) or ``not_chosen``
+    (eligible, but the M slots went to better-ranked clips or to another stratum or continent)."""
+    from workbench.audio.quality import describe_flag
+
+    taken = set(chosen)
+    decision = pool["decision"].fillna("")
+    out: list[dict[str, Any]] = []
+    for clip in pool.index:
+        if clip in taken:
+            continue
+        flags = list(pool.at[clip, "unresolved_flags"] or []) if "unresolved_flags" in pool else []
+        entry: dict[str, Any] = {"key": str(keys.at[clip]), "flags": [stored_flag_name(f) for f in flags]}
+        if decision.at[clip] == "reject":
+            entry["reason"] = "rejected"
+        elif pool.at[clip, "quality_blocked"]:
+            entry["reason"] = "quality_flagged"
+            entry["detail"] = "; ".join(describe_flag(f) for f in flags)
+        elif not pool.at[clip, "candidate"] and decision.at[clip] != "accept":
+            entry["reason"] = "below_theta"
+        else:
+            entry["reason"] = "not_chosen"
+        out.append(entry)
+    return sorted(out, key=lambda r: r["key"])
+
+
 @dataclass(frozen=True)
 class SelectionResult:
     selection_id: int
     run_id: int | None  # None only for a stored selection whose run was removed
     keys: list[str]
     counts: dict[str, Any]
+    # every clip of the run left out, with why (see :func:`left_out`); not stored with the selection
+    left_out: list[dict[str, Any]] = field(default_factory=list)
 
 
 def make_selection(store: Store, size: int, *, run_id: int | None = None) -> SelectionResult:
@@ -188,6 +218,7 @@ def make_selection(store: Store, size: int, *, run_id: int | None = None) -> Sel
         raise AglwError(str(exc)) from exc
     plan.counts["excluded"] = plan.excluded
     plan.counts["accepted_left_out"] = accepted_left_out(pool, plan.clips, keys, size)
+    everyone_left_out = left_out(pool, plan.clips, keys)
     keys = [str(keys.at[c]) for c in plan.clips]
     with store.write() as s:
         row = Selection(
@@ -197,7 +228,8 @@ def make_selection(store: Store, size: int, *, run_id: int | None = None) -> Sel
         s.add(row)
         s.flush()
         selection_id = int(row.id)
-    return SelectionResult(selection_id=selection_id, run_id=run_id, keys=keys, counts=plan.counts)
+    return SelectionResult(selection_id=selection_id, run_id=run_id, keys=keys, counts=plan.counts,
+                           left_out=everyone_left_out)
 
 
 @dataclass(frozen=True)
@@ -281,9 +313,13 @@ def selection_pool(store: Store, run_id: int) -> tuple[pd.DataFrame, pd.Series, 
     if tagger_run_id is not None:
         with store.session() as s:
             speech_probability = speech_probabilities(s, tagger_run_id=int(tagger_run_id))
+    # the flags each clip has now (the one owner, with the run's cut-offs), less those the experts overrule now
+    from workbench.audio.flags import quality_flags_now
+    from workbench.curation.model import quality_thresholds
+
+    flags_now = quality_flags_now(store, quality_thresholds(params))
     unresolved = pd.Series(
-        [[f for f in (flags or []) if not inputs.flag_overruled(clip, stored_flag_name(f))]
-         for clip, flags in zip(clips.index, clips["quality_flags"])],
+        [[f for f in flags_now.of(clip) if not inputs.flag_overruled(clip, f["flag"])] for clip in clips.index],
         index=clips.index, dtype=object,
     )
     pool = pd.DataFrame(

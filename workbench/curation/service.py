@@ -19,6 +19,7 @@ from sqlalchemy import insert
 
 from storage import Store
 from storage.models import CurationCategoryResult, CurationClipResult, CurationRun
+from workbench.audio.flags import QualityFlagsNow, quality_flags_now
 from workbench.curation import model
 from workbench.curation.inputs import FitInputs, gather_inputs
 from workbench.curation.model import POLARITIES, FitParameters, ThetaCalibration
@@ -65,6 +66,7 @@ class _Computed:
     percentile: pd.Series
     candidate: pd.Series
     flags: dict[int, list[dict[str, Any]]]
+    quality_pool: dict[str, Any]
     calibration: ThetaCalibration
     theta: float
     frame: pd.DataFrame
@@ -139,6 +141,7 @@ def _compute(
     params: FitParameters,
     recalibrate: bool,
     roots_of: Mapping[str, list[str]] | None,
+    flags_now: QualityFlagsNow,
 ) -> _Computed:
     frame = build_fit_frame(inputs, params, roots_of)
     try:
@@ -153,7 +156,9 @@ def _compute(
         scores=scores,
         percentile=model.percentiles(scores),
         candidate=scores > theta,
-        flags=model.quality_flags(inputs.quality, params),
+        # the flags the fit's clips have now, by the one owner (workbench/audio/flags.py)
+        flags={int(clip): flags_now.of(clip) for clip in inputs.clips.index if flags_now.names(clip)},
+        quality_pool=flags_now.pool,
         calibration=calibration,
         theta=float(theta),
         frame=frame,
@@ -218,7 +223,8 @@ def fit(
     task.check_cancel()
     if what_if is not None:
         inputs = _apply_what_if(inputs, what_if)
-    computed = _compute(inputs, params, recalibrate_theta, roots_of)
+    computed = _compute(inputs, params, recalibrate_theta, roots_of,
+                        quality_flags_now(store, model.quality_thresholds(params)))
     stored_params = {**params.to_dict(), "theta": computed.theta, "alm_model": inputs.alm_model}
     summary = _summary(inputs, computed, params, what_if)
     names = dict(category_names or {})
@@ -295,6 +301,8 @@ def _summary(
         "n_error_undefined": int(errors.isna().sum()),
         "n_refusals": int((errors == model.REFUSAL_ERROR_KM).sum()),
         "n_quality_flagged": int(len(computed.flags)),
+        # the pool the low_complexity cut-off is relative to (why_not: why it was not raised)
+        "quality_pool": computed.quality_pool,
         "theta_requested": params.theta,
         "theta_used": computed.theta,
         "theta_calibration": computed.calibration.to_dict(),

@@ -43,7 +43,8 @@ class PoolSummary:
     failed: list[tuple[str, str]] = field(default_factory=list)
     rows: list[Measurement] = field(default_factory=list)  # folder mode: every measured file
     flags: dict[str, list[str]] = field(default_factory=dict)  # key -> failed filters
-    # the pool the low-complexity (ACI) cut-off was computed on: clips, percentile, cut_off, what
+    # the pool the low-complexity (ACI) cut-off was computed on: clips, percentile, cut_off (None when
+    # not raised), minimum, raised, what, why_not
     aci_pool: dict[str, Any] | None = None
     shards_stored: int = 0
     analysed_keys: set[str] = field(default_factory=set)  # project mode: requested clips with audio
@@ -176,27 +177,27 @@ class ShardSpool:
         return found
 
 
-def _folder_flags(rows: Sequence[Measurement]) -> dict[str, list[str]]:
-    from workbench.audio.quality import QualityMetrics, aci_percentile, quality_flags
+def _folder_flags(rows: Sequence[Measurement]) -> tuple[dict[str, list[str]], dict[str, Any]]:
+    """The flags of a folder run's files, by the one rule over the folder's pool, and that pool."""
+    from workbench.audio.quality import pool_flags
 
-    measured = [row for row in rows if row.ok]
-    aci_p2 = aci_percentile([row.aci for row in measured])
-    return {
-        row.key: quality_flags(QualityMetrics(row.rms_dbfs, row.spectral_flatness, row.clipping_ratio, row.aci), aci_p2)
-        for row in measured
-    }
+    flags, pool = pool_flags(
+        {row.key: (row.rms_dbfs, row.spectral_flatness, row.clipping_ratio, row.aci) for row in rows if row.ok},
+        what="files of this folder run with a measured ACI")
+    return {key: [f["flag"] for f in value] for key, value in flags.items()}, pool
 
 
-def _project_flags(store: Any, keys: set[str]) -> dict[str, list[str]]:
-    from sqlmodel import select
+def _project_flags(store: Any, keys: set[str]) -> tuple[dict[str, list[str]], dict[str, Any]]:
+    """The flags of the analysed clips now (the one owner, workbench/audio/flags.py), and its pool."""
+    from sqlalchemy import select
 
-    from storage.models import Clip
-    from workbench.audio.service import pool_quality_flags
+    from storage import tables as T
+    from workbench.audio.flags import quality_flags_now
 
-    flags = pool_quality_flags(store)
-    with store.session() as s:
-        names = dict(s.exec(select(Clip.id, Clip.key)).all())
-    return {names[clip_id]: value for clip_id, value in flags.items() if names.get(clip_id) in keys}
+    now = quality_flags_now(store)
+    with store.read() as connection:
+        names = dict(connection.execute(select(T.clip.c.id, T.clip.c.key)).all())
+    return {names[clip]: list(now.names(clip)) for clip in now.measured if names.get(clip) in keys}, now.pool
 
 
 class RemoteMeasuring(Protocol):
@@ -320,21 +321,10 @@ def analyze_pool(
 
 
 def _finish(store: Any | None, folder: Path | None, summary: PoolSummary) -> PoolSummary:
-    from workbench.audio.quality import aci_pool
-
     if folder is not None:
-        summary.flags = _folder_flags(summary.rows)
-        summary.aci_pool = aci_pool([row.aci for row in summary.rows if row.ok],
-                                    "files of this folder run with a measured ACI")
+        summary.flags, summary.aci_pool = _folder_flags(summary.rows)
     elif store is not None:
-        from sqlmodel import select
-
-        from storage.models import ClipQuality
-
-        summary.flags = _project_flags(store, summary.analysed_keys)
-        with store.session() as s:
-            values = [v for v in s.exec(select(ClipQuality.aci)).all() if v is not None]
-        summary.aci_pool = aci_pool(values, "analysed clips of the project with a measured ACI")
+        summary.flags, summary.aci_pool = _project_flags(store, summary.analysed_keys)
     return summary
 
 

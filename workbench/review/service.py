@@ -54,6 +54,8 @@ from storage.models import (
     Tag,
     TagTimeline,
 )
+from workbench.audio.flags import quality_flags_now
+from workbench.audio.quality import describe_flag
 from workbench.clip_ids import clip_id_for_key
 from workbench.errors import InputError
 from workbench.project import current_tagger_row, latest_curation_run_id, latest_judgments, speech_probabilities
@@ -150,6 +152,7 @@ class ReviewService:
             clips = s.exec(restricted(select(Clip), Clip.id).order_by(Clip.key, Clip.id)).all()
             curation = self._latest_curation_run(s)
             theta = float((curation.parameters or {}).get("theta", DEFAULT_THETA)) if curation else DEFAULT_THETA
+            flags_now = quality_flags_now(s)  # the one answer (workbench/audio/flags.py)
             results: dict[int, CurationClipResult] = {}
             if curation is not None:
                 results = {
@@ -196,7 +199,7 @@ class ReviewService:
                     localizability=result.localizability if result else None,
                     percentile=result.percentile if result else None,
                     theta=theta,
-                    quality_flags=_flag_names(result.quality_flags if result else None),
+                    quality_flags=flags_now.names(clip.id),
                     is_demo=clip.is_demo,
                     duration_s=clip.duration_s,
                     city=clip.city,
@@ -245,6 +248,7 @@ class ReviewService:
             judgments = latest_judgments(s, [clip_id], per_alm=True)
             curation = self._latest_curation_run(s)
             theta = float((curation.parameters or {}).get("theta", DEFAULT_THETA)) if curation else DEFAULT_THETA
+            flags_now = quality_flags_now(s)  # the one answer (workbench/audio/flags.py)
             clip_result = None
             category_results: dict[str, CurationCategoryResult] = {}
             if curation is not None:
@@ -375,8 +379,10 @@ class ReviewService:
             percentile=clip_result.percentile if clip_result else None,
             candidate=clip_result.candidate if clip_result else None,
             theta=theta,
-            quality_flags=_flag_names(clip_result.quality_flags if clip_result else None),
+            quality_flags=flags_now.names(clip_id),
             quality=quality,
+            quality_flag_details=tuple(describe_flag(f) for f in flags_now.of(clip_id)) + (
+                (flags_now.why_not,) if flags_now.why_not and clip_id in flags_now.measured else ()),
         )
         return detail.for_alm(default_alm_run_id(prediction_views, (a for _j, _n, a in judgments)))
 
@@ -417,13 +423,6 @@ def _speech(human_sounds: float | None, speech_probability: float | None) -> boo
     from workbench.speech import is_speech_clip
 
     return is_speech_clip(human_sounds, speech_probability)
-
-
-def _flag_names(flags: Any) -> tuple[str, ...]:
-    """Flag names from a stored ``quality_flags`` list."""
-    from workbench.audio.quality import stored_flag_name
-
-    return tuple(stored_flag_name(flag) for flag in flags or ())
 
 
 def _clip_and_roots(session: Session, clip_id: int) -> tuple[Clip, list[Path]]:

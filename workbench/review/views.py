@@ -182,6 +182,8 @@ class ClipDetail:
     quality_flags: tuple[str, ...]
     quality: dict[str, float | None] = field(default_factory=dict)
     alm_run_id: int | None = None
+    # each flag with its value and cut-off, then why the pool-relative flag was not raised, if it was not
+    quality_flag_details: tuple[str, ...] = ()
 
     def category(self, category_id: str) -> CategoryRow:
         for row in self.categories:
