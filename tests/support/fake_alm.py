@@ -128,6 +128,9 @@ class FakeALMServer(FakeHTTPServer):
                headers: dict[str, str] | None = None) -> None:  # pragma: no cover - per API
         raise NotImplementedError
 
+    def _fail(self, handler: BaseHTTPRequestHandler, status: int) -> None:
+        self._error(handler, status, "internal error")
+
 
 @dataclass
 class FakeOpenAIServer(FakeALMServer):

@@ -159,6 +159,10 @@ class FakeAnthropicAPI(FakeHTTPServer):
         self._send(handler, status, data, content_type=content_type,
                    headers={"request-id": f"req_fake_{len(self.requests)}", **(extra or {})})
 
+    def _fail(self, handler: BaseHTTPRequestHandler, status: int) -> None:
+        kinds = {429: "rate_limit_error", 500: "api_error", 529: "overloaded_error"}
+        self._send_error(handler, status, kinds.get(status, "api_error"), "Internal server error")
+
     def _send_error(self, handler: BaseHTTPRequestHandler, status: int, kind: str, message: str) -> None:
         payload = {"type": "error", "error": {"type": kind, "message": message}}
         # A tiny retry-after keeps the SDK's backoff from slowing tests down.

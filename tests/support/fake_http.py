@@ -38,6 +38,11 @@ class FakeHTTPServer:
     # (a kill test compares them with its kills): [(event, time, request)], event "received" or "delivered".
     timeline: list[tuple[str, float, Any]] = field(default_factory=list)
     delay_s: float = 0.0  # every request waits this long before it is answered (a server that takes time)
+    # A broken server: every request whose "METHOD /path" starts with ``fail_route`` ("": every request)
+    # is answered with HTTP ``fail_status`` (in the fake API's own error shape) and nothing else.
+    fail_status: int | None = None
+    fail_route: str = ""
+    hits: int = 0  # every request that arrived, on any route (counted before any delay or fault)
     _local: threading.local = field(default_factory=threading.local)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _server: ThreadingHTTPServer | None = None
@@ -93,16 +98,26 @@ class FakeHTTPServer:
         raw = handler.rfile.read(length) if length else b""
         self._local.arrived = time.monotonic()
         self._local.request = None
+        path = handler.path.split("?", 1)[0]
+        with self._lock:
+            self.hits += 1
         if self.delay_s:
             time.sleep(self.delay_s)
         try:
-            self._route(handler, method, handler.path.split("?", 1)[0], raw)
+            if self.fail_status is not None and f"{method} {path}".startswith(self.fail_route):
+                self._fail(handler, self.fail_status)
+                return
+            self._route(handler, method, path, raw)
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (a time-out test): fine
             pass
 
     def _route(self, handler: BaseHTTPRequestHandler, method: str, path: str, raw: bytes) -> None:
         """Answer one request (``path`` without its query, ``raw`` its body)."""
         raise NotImplementedError
+
+    def _fail(self, handler: BaseHTTPRequestHandler, status: int) -> None:
+        """Answer ``status`` as a broken server does (a fake overrides this with its API's error body)."""
+        self._send(handler, status, {"error": {"message": "internal error"}})
 
     def _record(self, request: Any) -> None:
         self._local.request = request

@@ -9,6 +9,7 @@ from typing import Any
 from workbench.alm.config import ProviderSettings
 from workbench.alm.providers import AlmProvider, OpenAIProvider, resolve_key
 from workbench.errors import InputError
+from workbench.llm.urls import refuse_query
 
 
 def make_provider(provider: str, settings: ProviderSettings, *, api_model: str, base_url: str | None,
@@ -18,23 +19,26 @@ def make_provider(provider: str, settings: ProviderSettings, *, api_model: str, 
     Raises
     ------
     InputError
-        Unknown provider, or ``openai-compatible`` without a base URL.
+        Unknown provider, ``openai-compatible`` without a base URL, a base URL carrying a query.
     RunStopped
         A missing key.
     """
+    refuse_query(base_url, "--base-url")
+    refuse_query(settings.base_url, "base_url in alm.toml")
     base_url = base_url or settings.base_url
+    timeout_option = f"timeout_s of [providers.{provider}] in alm.toml"
     if provider in ("openai", "openai-compatible"):
         if provider == "openai-compatible" and not base_url:
             raise InputError("--provider openai-compatible needs --base-url (e.g. http://127.0.0.1:8000/v1 "
                              "for `vllm serve`)")
         key = resolve_key(settings, provider, api_key_env)
         return OpenAIProvider(provider, api_key=key, base_url=base_url, timeout_s=settings.timeout_s,
-                              http_client=http_client)
+                              http_client=http_client, timeout_option=timeout_option)
     if provider == "gemini":
         from workbench.alm.gemini import GeminiProvider
 
         key = resolve_key(settings, provider, api_key_env)
-        return GeminiProvider(api_key=key or "", base_url=base_url, settings=settings)
+        return GeminiProvider(api_key=key or "", base_url=base_url, settings=settings, timeout_option=timeout_option)
     if provider == "transformers":
         from workbench.alm.local import TransformersProvider
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from workbench.alm.config import ProviderSettings
 from workbench.alm.providers import AlmReply, AlmRequest, AnswerError, RetryableError, RunStopped, retry_after
-from workbench.llm.errors import not_reached
+from workbench.llm.errors import error_words, not_reached, timeout_words
 from workbench.attribution.secrets import quiet_sdk_loggers, redact
 
 _FILE_WAIT_S = 60.0
@@ -40,13 +40,15 @@ class GeminiProvider:
     name = "gemini"
     accepted_formats = ("mp3", "wav", "flac", "ogg", "aac", "aiff")
 
-    def __init__(self, *, api_key: str, base_url: str | None, settings: ProviderSettings) -> None:
+    def __init__(self, *, api_key: str, base_url: str | None, settings: ProviderSettings,
+                 timeout_option: str = "timeout_s of [providers.gemini] in alm.toml") -> None:
         from google import genai
         from google.genai import types
 
         quiet_sdk_loggers()
         self._secret = api_key
         self._inline_max = settings.max_inline_audio_bytes
+        self._timeout = timeout_words(settings.timeout_s, timeout_option)
         options = types.HttpOptions(base_url=base_url, timeout=int(settings.timeout_s * 1000))
         self.client = genai.Client(api_key=api_key, http_options=options)
 
@@ -63,7 +65,8 @@ class GeminiProvider:
             return fn(*args, **kwargs)
         except errors.APIError as exc:
             code = int(exc.code or 0)
-            text = self._clean(f"HTTP {code} {exc.status or ''}: {str(exc.message or '')[:300]}".replace("  ", " "))
+            words = error_words(exc.details, fallback=error_words(str(exc.message or "")))
+            text = self._clean(f"HTTP {code} {exc.status or ''}: {words}".replace("  ", " "))
             details = str(exc.details)
             if code in (401, 403) or "API_KEY_INVALID" in details or "API key not valid" in details:
                 raise RunStopped(f"Gemini refused the API key ({text}); check GEMINI_API_KEY or the keyring. "
@@ -78,7 +81,7 @@ class GeminiProvider:
         except Exception as exc:  # noqa: BLE001 - sorted by kind below; none may crash the run
             kind = type(exc).__name__
             if "Timeout" in kind:
-                raise RetryableError("timeout: no reply within the time-out") from None
+                raise RetryableError(self._timeout) from None
             if "Connect" in kind or "RemoteProtocol" in kind or isinstance(exc, ConnectionError):
                 raise RetryableError(self._clean(f"connection error: {kind}"), connection=not_reached(exc)) from None
             # An HTTP 200 whose body is not the API's JSON ends here (a JSON decode error).

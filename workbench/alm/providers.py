@@ -31,7 +31,17 @@ from workbench.alm.config import ModelEntry, ProviderSettings
 from workbench.alm.prompts import AlmPrompt
 from workbench.attribution.secrets import api_key as read_api_key
 from workbench.attribution.secrets import quiet_sdk_loggers, redact
-from workbench.llm.errors import AnswerError, Provider, RetryableError, RunStopped, connection_problem, not_reached, retry_after
+from workbench.llm.errors import (
+    AnswerError,
+    Provider,
+    RetryableError,
+    RunStopped,
+    connection_problem,
+    error_words,
+    not_reached,
+    retry_after,
+    timeout_words,
+)
 from workbench.llm.urls import safe_url
 
 __all__ = ["AlmProvider", "AlmReply", "AlmRequest", "AnswerError", "AudioPayload", "OpenAIProvider", "RetryableError",
@@ -156,6 +166,14 @@ def resolve_key(settings: ProviderSettings, provider: str, api_key_env: str | No
     return None
 
 
+def _sdk_words(message: object) -> str:
+    """An SDK's message without its "Error code: 500 - " prefix (the body itself is put in words)."""
+    text = str(message or "")
+    if text.startswith("Error code:") and " - " in text:
+        text = text.split(" - ", 1)[1]
+    return error_words(text)
+
+
 def _not_the_api(body: Any) -> str:
     text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
     kind = "an HTML page" if "<html" in text[:500].lower() else "a body that is not the API's JSON"
@@ -173,18 +191,19 @@ class OpenAIProvider:
         The key; a local server without one gets a placeholder the SDK insists on.
     base_url
         The server (``http://127.0.0.1:8000/v1`` for vLLM); default: OpenAI's.
-    timeout_s
-        Per-request time-out.
+    timeout_s, timeout_option
+        Per-request time-out, and the setting that sets it (named when a request times out).
     """
 
     accepted_formats = ("mp3", "wav")
 
     def __init__(self, provider: str, *, api_key: str | None, base_url: str | None, timeout_s: float,
-                 http_client: Any = None) -> None:
+                 http_client: Any = None, timeout_option: str = "timeout_s in alm.toml") -> None:
         import openai
 
         quiet_sdk_loggers()
         self.name = provider
+        self._timeout = timeout_words(timeout_s, timeout_option)
         self._secret = api_key
         self._where = safe_url(base_url) or "api.openai.com"
         # max_retries=0: the runner retries (one policy for every provider, retry-after honoured).
@@ -237,12 +256,12 @@ class OpenAIProvider:
             raise RunStopped(f"{self._where} does not serve model {request.api_model!r} (HTTP 404); check "
                              "--api-model (and --base-url). The run stopped") from None
         except openai.APITimeoutError:
-            raise RetryableError("timeout: no reply within the time-out") from None
+            raise RetryableError(self._timeout) from None
         except openai.APIConnectionError as exc:
             raise RetryableError(self._clean(f"connection error: {connection_problem(exc)}"),
                                  connection=not_reached(exc)) from None
         except openai.APIStatusError as exc:
-            reason = self._clean(f"HTTP {exc.status_code}: {str(exc.message)[:300]}")
+            reason = self._clean(f"HTTP {exc.status_code}: {error_words(exc.body, fallback=_sdk_words(exc.message))}")
             if exc.status_code in RETRY_STATUS:
                 raise RetryableError(reason, retry_after(exc.response)) from None
             raise AnswerError(reason) from None

@@ -16,7 +16,8 @@ Guarantees (alm-runner.md):
   or locked-out run resumes from the journal and the store.
 - **Faults.** Bounded concurrency; retries with backoff honouring ``retry-after``; an HTTP 200
   with a bad body is that clip's failure; 401/403/404 and a server not reached stop the run at
-  once with one line (an unreached server leaves nothing behind).
+  once with one line (an unreached server leaves nothing behind); a server that fails
+  ``FAILING_SERVER_CLIPS`` clips in a row stops it with one line (nothing stored for those clips).
 - **Cost before spending.** ``max_cost`` refuses a run whose estimate exceeds it and stops
   sending once the spent cost reaches it.
 """
@@ -47,7 +48,7 @@ from workbench.alm.backends import make_provider
 from workbench.alm.providers import AlmProvider, AlmReply, AlmRequest, AnswerError, read_audio
 from workbench.errors import InputError
 from workbench.llm.engine import NOT_SENT, Campaign, GaveUp, RetryPolicy, write_waiting
-from workbench.llm.errors import RunStopped, Unreachable, takes_body_hook
+from workbench.llm.errors import RunStopped, ServerFailing, Unreachable, takes_body_hook
 from workbench.llm.journal import Journal
 from workbench.llm.urls import safe_url
 from workbench.tasks import TaskCancelled, TaskContext
@@ -128,6 +129,10 @@ class AlmQuestions:
 
     def label(self, item: AlmItem) -> str:
         return item.label
+
+    def clip(self, item: AlmItem) -> str:
+        """The clip (samples of one clip are one clip to the engine's count of a failing server)."""
+        return item.clip.key
 
     def failed(self, item: AlmItem, reason: str) -> AlmOutcome:
         return AlmOutcome(item, "failed", reason)
@@ -438,7 +443,8 @@ def run_alm(store: Store, options: AlmRunOptions, *, config: AlmConfig | None = 
             questions, what=options.model, where=safe_url(options.base_url or settings.base_url) or options.provider,
             journal=journal, concurrency=concurrency,
             retry=RetryPolicy(settings.max_retries, settings.backoff_s, settings.max_backoff_s, MAX_RETRY_AFTER_S),
-            per_minute=settings.requests_per_minute, task=task, sleep=sleep)
+            per_minute=settings.requests_per_minute, task=task, sleep=sleep,
+            resume="Rerun the same `aglw alm run` once the server answers: it asks only the clips without an answer")
         questions.campaign = campaign
         if plan.cached:
             # Journal entries of answers the project already holds (their "stored" note was lost).
@@ -458,8 +464,8 @@ def run_alm(store: Store, options: AlmRunOptions, *, config: AlmConfig | None = 
     except TaskCancelled:
         status = "cancelled"
         raise
-    except Unreachable:
-        status = "failed"
+    except (Unreachable, ServerFailing):
+        status = "failed"  # nothing is recorded for them: a job exists only when answers were stored
         raise
     except RunStopped:
         status = "failed"

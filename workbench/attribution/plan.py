@@ -21,7 +21,7 @@ from workbench.attribution.prompts import ClipInput, RenderedPrompt, load_templa
 from workbench.attribution.providers import JudgeProvider, ProviderCallError
 from workbench.attribution.schema import output_schema
 from workbench.errors import InputError
-from workbench.llm.errors import Unreachable
+from workbench.llm.errors import RunStopped, Unreachable
 
 ProviderFactory = Callable[[JudgeConfig], JudgeProvider]
 
@@ -131,9 +131,14 @@ def verify_models(plans: list[JudgePlan], providers: dict[str, JudgeProvider]) -
             try:
                 listed[id(provider)] = provider.list_models()
             except ProviderCallError as exc:
-                if not exc.connection:
+                where = f"the {plan.judge.provider} API of judge {plan.judge.name!r}"
+                if exc.connection:
+                    raise Unreachable.at(where, str(exc)) from None
+                if not exc.transient:
                     raise
-                raise Unreachable.at(f"the {plan.judge.provider} API of judge {plan.judge.name!r}", str(exc)) from None
+                # A time-out or a 5xx is named as such (never as a model missing from the list).
+                raise RunStopped(f"reading the model list of {where} failed: {exc}. Nothing was asked; "
+                                 "rerun when the server answers") from None
         models = listed[id(provider)]
         if plan.judge.model not in models:
             near = sorted(m for m in models if m.split("-")[:2] == plan.judge.model.split("-")[:2])[:5]

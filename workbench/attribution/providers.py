@@ -19,8 +19,17 @@ from workbench.attribution.config import JudgeConfig
 from workbench.attribution.prompts import RenderedPrompt
 from workbench.attribution.secrets import anthropic_api_key, quiet_sdk_loggers, redact
 from workbench.errors import AglwError
-from workbench.llm.errors import AnswerError, Provider, RunStopped, connection_problem, not_reached, retry_after
-from workbench.llm.urls import safe_url
+from workbench.llm.errors import (
+    AnswerError,
+    Provider,
+    RunStopped,
+    connection_problem,
+    error_words,
+    not_reached,
+    retry_after,
+    timeout_words,
+)
+from workbench.llm.urls import refuse_query, safe_url
 
 if TYPE_CHECKING:
     import httpx2
@@ -43,11 +52,13 @@ class ProviderCallError(AnswerError):
     """A request failed after the provider's retries; the reason is safe to store.
 
     ``connection`` marks a server never reached (refused, DNS, TLS): on a run's first requests the
-    engine stops the run instead of failing every clip in turn.
+    engine stops the run instead of failing every clip in turn. ``transient`` marks a transient fault
+    (429, 5xx, a time-out, a lost connection) left after the retries: the server's failure, which the
+    engine counts towards stopping a run on a broken server.
     """
 
-    def __init__(self, reason: str, *, connection: bool = False) -> None:
-        super().__init__(reason)
+    def __init__(self, reason: str, *, connection: bool = False, transient: bool = False) -> None:
+        super().__init__(reason, transient=transient or connection)
         self.connection = connection
 
 
@@ -211,6 +222,8 @@ class AnthropicProvider:
         Passed to the SDK client.
     http_client
         An ``httpx2.Client`` to use (tests inject a mock transport here).
+    timeout_option
+        The setting of ``timeout_s`` (named when a request times out).
     """
 
     name = "anthropic"
@@ -224,8 +237,10 @@ class AnthropicProvider:
         max_retries: int = 4,
         timeout_s: float = 120.0,
         http_client: httpx2.Client | None = None,
+        timeout_option: str = "timeout_s in judges.toml",
     ) -> None:
         quiet_sdk_loggers()
+        self._timeout = timeout_words(timeout_s, timeout_option)
         if api_key is None:
             api_key, _source = anthropic_api_key()
         if not api_key:
@@ -275,12 +290,14 @@ class AnthropicProvider:
                 "keyring entry (service 'aglw', user 'anthropic'). The run stopped; rerun to resume"
             ) from None
         except anthropic.APITimeoutError:
-            raise ProviderCallError("timeout: no reply within the timeout after the SDK's retries") from None
+            raise ProviderCallError(f"{self._timeout} after the SDK's retries", transient=True) from None
         except anthropic.APIConnectionError as exc:
             raise ProviderCallError(self._clean(f"connection error after the SDK's retries: {connection_problem(exc)}"),
-                                    connection=not_reached(exc)) from None
+                                    connection=not_reached(exc), transient=True) from None
         except anthropic.APIStatusError as exc:
-            raise ProviderCallError(self._clean(f"HTTP {exc.status_code} after the SDK's retries: {exc.message}")) from None
+            words = error_words(exc.body, fallback=error_words(str(exc.message).split(" - ", 1)[-1]))
+            raise ProviderCallError(self._clean(f"HTTP {exc.status_code} after the SDK's retries: {words}"),
+                                    transient=exc.status_code in _RETRY_STATUS) from None
         except anthropic.APIResponseValidationError as exc:
             raise ProviderCallError(self._clean(f"malformed response from the API: {exc.message}")) from None
         except (anthropic.AnthropicError, ValueError) as exc:
@@ -379,9 +396,11 @@ class OpenAICompatibleProvider:
         timeout_s: float = 120.0,
         backoff_s: float = 0.5,
         http_client: httpx2.Client | None = None,
+        timeout_option: str = "timeout_s in judges.toml",
     ) -> None:
         quiet_sdk_loggers()
         self._secret = api_key
+        self._timeout = timeout_words(timeout_s, timeout_option)
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._base = base_url.rstrip("/")
         if self._base.endswith("/v1"):
@@ -414,7 +433,7 @@ class OpenAICompatibleProvider:
             try:
                 response = self.client.request(method, f"{self._base}{path}", json=payload, headers=self._headers)
             except httpx2.TimeoutException:
-                last_problem = "timeout"
+                last_problem = self._timeout
                 connection = False
                 continue
             except httpx2.TransportError as exc:
@@ -428,18 +447,19 @@ class OpenAICompatibleProvider:
                     "named by api_key_env in judges.toml. The run stopped; rerun to resume"
                 )
             if response.status_code in _RETRY_STATUS:
-                last_problem = f"HTTP {response.status_code}"
+                last_problem = f"HTTP {response.status_code}: {error_words(response.text)}"
                 wait_s = retry_after(response)
                 continue
             if response.status_code >= 400:
-                raise ProviderCallError(redact(f"HTTP {response.status_code}: {response.text[:300]}", [self._secret]))
+                raise ProviderCallError(redact(f"HTTP {response.status_code}: {error_words(response.text)}", [self._secret]))
             if on_body is not None:
                 on_body(response.content)
             try:
                 return response.json()
             except ValueError:
                 raise ProviderCallError("malformed response: the body is not JSON") from None
-        raise ProviderCallError(f"{last_problem} after {self._max_retries} retries", connection=connection)
+        raise ProviderCallError(redact(f"{last_problem} after {self._max_retries} retries", [self._secret]) or "",
+                                connection=connection, transient=True)
 
     def list_models(self) -> set[str]:
         return {str(m.get("id")) for m in self._request("GET", "/v1/models").get("data", [])}
@@ -514,13 +534,23 @@ def make_provider(
     base_url: str | None = None,
     http_client: httpx2.Client | None = None,
 ) -> JudgeProvider:
-    """The provider a judge's configuration names (``base_url`` overrides the configured endpoint)."""
+    """The provider a judge's configuration names (``base_url`` overrides the configured endpoint).
+
+    Raises
+    ------
+    InputError
+        A base URL carrying a query (``?key=...``): nothing is sent.
+    """
+    refuse_query(base_url, "--base-url")
+    refuse_query(judge.base_url, f"base_url of judge {judge.name!r} in judges.toml")
+    timeout_option = f"timeout_s of judge {judge.name!r} in judges.toml"
     if judge.provider == "anthropic":
         return AnthropicProvider(
             base_url=base_url or judge.base_url,
             max_retries=judge.max_retries,
             timeout_s=judge.timeout_s,
             http_client=http_client,
+            timeout_option=timeout_option,
         )
     key = os.environ.get(judge.api_key_env) if judge.api_key_env else None
     return OpenAICompatibleProvider(
@@ -529,4 +559,5 @@ def make_provider(
         max_retries=judge.max_retries,
         timeout_s=judge.timeout_s,
         http_client=http_client,
+        timeout_option=timeout_option,
     )

@@ -240,6 +240,20 @@ def finish_run(store: Store, run_id: int, status: str, **changes: Any) -> None:
         session.add(run)
 
 
+def discard_empty_run(store: Store, run_id: int) -> bool:
+    """Delete a run that holds no call (a run stopped before any answer); True when it was deleted."""
+    from sqlmodel import func, select
+
+    with store.write() as session:
+        calls = session.exec(select(func.count()).select_from(JudgeCall).where(JudgeCall.judge_run_id == run_id)).one()
+        if calls:
+            return False
+        run = session.get(JudgeRun, run_id)
+        if run is not None:
+            session.delete(run)
+    return True
+
+
 def mark_interrupted(store: Store, judge_name: str) -> None:
     """Mark the sync runs of ``judge_name`` that a killed process left ``running`` as ``interrupted``
     (the caller holds the judge's journal lock, so none of them is alive)."""

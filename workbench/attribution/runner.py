@@ -39,6 +39,7 @@ from workbench.attribution.records import (
     JudgeOutcome,
     JudgeSummary,
     RunReport,
+    discard_empty_run,
     evaluate_reply,
     finish_run,
     mark_interrupted,
@@ -49,7 +50,7 @@ from workbench.attribution.schema import output_schema
 from workbench.errors import InputError
 from workbench.tagging.ontology import Ontology
 from workbench.llm.engine import Campaign, RetryPolicy, write_waiting
-from workbench.llm.errors import RunStopped, takes_body_hook
+from workbench.llm.errors import RunStopped, ServerFailing, Unreachable, takes_body_hook
 from workbench.llm.journal import Journal, JournalBusy
 from workbench.llm.urls import safe_url
 from workbench.tasks import TaskCancelled, TaskContext
@@ -307,13 +308,20 @@ def _run_sync(
         campaign: Campaign[PlannedRequest, JudgeOutcome] = Campaign(
             questions, what=f"judge {plan.judge.name}",
             where=safe_url(base_url or plan.judge.base_url) or plan.judge.provider, journal=journal,
-            concurrency=concurrency, retry=RetryPolicy(max_retries=0), task=task)
+            concurrency=concurrency, retry=RetryPolicy(max_retries=0), task=task,
+            resume="Rerun `aglw judge` once the server answers: it asks only the clips without a judgment")
         rest = campaign.replay(plan.to_send)
         if rest:
             campaign.run(rest)
         status = "done"
     except TaskCancelled:
         status = "cancelled"
+        raise
+    except (Unreachable, ServerFailing):
+        status = "failed"
+        if run is not None and discard_empty_run(store, run.id or 0):
+            run = None  # nothing was answered: no run is left behind
+            summary.run_id = None
         raise
     except BaseException:
         status = "failed"

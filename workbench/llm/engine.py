@@ -13,7 +13,10 @@ One run of a question kind goes:
 
 Run-level faults are decided here for every kind: a server not reached on the run's first
 requests (refused, DNS, TLS) stops the run with :class:`~workbench.llm.errors.Unreachable`;
-:class:`~workbench.llm.errors.RunStopped` (401/403/404) stops it at once. A kind never sees those.
+:class:`~workbench.llm.errors.RunStopped` (401/403/404) stops it at once; a server that fails
+:data:`FAILING_SERVER_CLIPS` clips in a row (each one's requests all 5xx, time-outs, ... after the
+retries; no reply) stops it with :class:`~workbench.llm.errors.ServerFailing`, and nothing is stored
+for those clips. A kind never sees those.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-from workbench.llm.errors import AnswerError, RetryableError, RunStopped, Unreachable
+from workbench.llm.errors import AnswerError, RetryableError, RunStopped, ServerFailing, Unreachable
 from workbench.llm.journal import Journal
 from workbench.tasks import TaskCancelled, TaskContext
 
@@ -39,6 +42,10 @@ _WAIT_S = 0.2
 # concurrency > 1; the freed slots are refilled meanwhile, so no worker waits for it).
 _GATHER_S = 0.02
 _LOCK_RETRY_S = 1.0
+# A broken server stops the run: after this many different clips in a row whose requests all failed at
+# the server (a transient fault that outlasted the retries, no reply at all), nothing more is sent.
+# Documented in README ("Faults") and docs/architecture.md ("Run-level faults").
+FAILING_SERVER_CLIPS = 5
 
 
 @dataclass(frozen=True)
@@ -87,6 +94,14 @@ class GaveUp(Exception):
         super().__init__(reason)
         self.reason = reason
         self.attempts = attempts
+
+
+@dataclass(frozen=True)
+class _Ended(Generic[Outcome]):
+    """A worker's result: the outcome, and the server's fault when no request of the item got a reply."""
+
+    outcome: Outcome
+    fault: str | None = None
 
 
 class QuestionKind(Protocol[Item, Outcome]):
@@ -182,11 +197,14 @@ class Campaign(Generic[Item, Outcome]):
         Requests in flight, retries, request starts per minute.
     task, sleep
         Progress and cancel; waiting between retries (tests pass a recorder).
+    resume
+        How to resume, a sentence ending the line that stops a run on a broken server.
     """
 
     def __init__(self, kind: QuestionKind[Item, Outcome], *, what: str, where: str, journal: Journal | None,
                  concurrency: int, retry: RetryPolicy, per_minute: float | None = None,
-                 task: TaskContext | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
+                 task: TaskContext | None = None, sleep: Callable[[float], None] = time.sleep,
+                 resume: str = "Rerun the same command once the server answers: it asks only what has no answer") -> None:
         self.kind, self.what, self.where, self.journal = kind, what, where, journal
         self.concurrency = max(1, concurrency)
         self.retry = retry
@@ -199,7 +217,10 @@ class Campaign(Generic[Item, Outcome]):
         self.replies = 0
         self._count_lock = threading.Lock()
         self.stopped: RunStopped | None = None
+        self.failing: ServerFailing | None = None  # the run stopped on a broken server
+        self.resume = resume
         self.cancelled = False
+        self._item = threading.local()  # the item a worker is asking about: replied?, the server's fault
 
     # ------------------------------------------------------------------ workers
     def halt(self, reason: str) -> None:
@@ -250,12 +271,15 @@ class Campaign(Generic[Item, Outcome]):
                 # A provider that retries by itself (the judges' SDK) reports an unreached server so.
                 if getattr(exc, "connection", False) and self.replies == 0:
                     raise Unreachable.at(self.where, str(exc)) from None
+                self._note(fault=str(exc) if getattr(exc, "transient", False) else None)
                 raise
             except RetryableError as exc:
                 if exc.connection and self.replies == 0:
                     raise Unreachable.at(self.where, exc.reason) from None
                 if attempts > self.retry.max_retries or self.halted:
-                    raise GaveUp(f"{exc.reason} (gave up after {attempts} attempt(s))", attempts) from None
+                    reason = f"{exc.reason} (gave up after {attempts} attempt(s))"
+                    self._note(fault=reason)
+                    raise GaveUp(reason, attempts) from None
                 backoff = min(self.retry.backoff_s * 2 ** (attempts - 1), self.retry.max_backoff_s)
                 delay = min(exc.retry_after, self.retry.max_retry_after_s) if exc.retry_after is not None else backoff
                 self.sleep(delay)
@@ -263,6 +287,7 @@ class Campaign(Generic[Item, Outcome]):
             latency = time.monotonic() - started
             with self._count_lock:
                 self.replies += 1
+            self._note(fault=None)
             if not kept:
                 self.keep(key, {**(note or {}), "attempts": attempts, "latency_s": latency, **record(reply)})
             return Call(reply, attempts, latency)
@@ -277,13 +302,40 @@ class Campaign(Generic[Item, Outcome]):
             self.halt(f"the journal {self.journal.path} cannot be written ({exc.strerror or exc}); "
                       "the answers received are stored, nothing more is asked")
 
-    def _work(self, item: Item) -> Outcome:
+    def _note(self, *, fault: str | None) -> None:
+        """What the last request of this worker's item met: a reply (or a final answer), or the server's fault."""
+        state = self._item
+        if fault is None:
+            state.replied = True
+        else:
+            state.fault = fault
+
+    def _work(self, item: Item) -> _Ended[Outcome]:
         if self.halted:
-            return NOT_SENT  # type: ignore[return-value]
+            return _Ended(NOT_SENT)
+        state = self._item
+        state.replied, state.fault = False, None
         try:
-            return self.kind.work(self, item)
+            outcome = self.kind.work(self, item)
         except GaveUp as exc:
-            return self.kind.failed(item, exc.reason)
+            outcome = self.kind.failed(item, exc.reason)
+        return _Ended(outcome, None if state.replied else state.fault)
+
+    def _clip(self, item: Item) -> str:
+        """The clip an item is about (a kind with samples says so through ``clip``; else its label)."""
+        clip = getattr(self.kind, "clip", None)
+        return str(clip(item)) if callable(clip) else self.kind.label(item)
+
+    def _server_failing(self, streak: list[tuple[Outcome, Item, str]]) -> ServerFailing | None:
+        """The run's stop when the items failed at the server in a row cover enough different clips."""
+        clips = {self._clip(item) for _, item, _ in streak}
+        if len(clips) < FAILING_SERVER_CLIPS:
+            return None
+        fault = streak[-1][2]
+        return ServerFailing(
+            f"{self.what}: {self.where} failed {len(clips)} clips in a row ({fault}); the run stopped and sent "
+            f"nothing more (a server failing {FAILING_SERVER_CLIPS} clips in a row is taken for broken). Nothing "
+            f"was stored for those clips, the answers received are. {self.resume}")
 
     # ------------------------------------------------------------------ storing
     def write(self, fn: Callable[[], Any], what: str = "its record") -> Any:
@@ -349,9 +401,12 @@ class Campaign(Generic[Item, Outcome]):
             The task was cancelled: requests in flight ended and were stored.
         """
         queue: deque[Item] = deque(items)
-        in_flight: dict[Future[Outcome], Item] = {}
+        in_flight: dict[Future[_Ended[Outcome]], Item] = {}
         outcomes: list[Outcome] = []  # the group being gathered: ended, not stored yet
         stored_items: list[Item] = []
+        # Items that failed at the server since the last reply: held back (neither stored nor reported)
+        # until a reply shows the server alive; dropped when they make the run stop (ServerFailing).
+        streak: list[tuple[Outcome, Item, str]] = []
         error: BaseException | None = None
         with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="llm") as pool:
 
@@ -360,7 +415,12 @@ class Campaign(Generic[Item, Outcome]):
                     item = queue.popleft()
                     in_flight[pool.submit(self._work, item)] = item
 
-            def collect(done: Iterable[Future[Outcome]]) -> None:
+            def release_streak() -> None:
+                outcomes.extend(o for o, _, _ in streak)
+                stored_items.extend(i for _, i, _ in streak)
+                streak.clear()
+
+            def collect(done: Iterable[Future[_Ended[Outcome]]]) -> None:
                 for future in done:
                     item = in_flight.pop(future)
                     exc = future.exception()
@@ -368,11 +428,21 @@ class Campaign(Generic[Item, Outcome]):
                         self.stopped = self.stopped or exc
                         self.halt(str(exc))
                         continue
-                    outcome = self.kind.failed(item, f"{type(exc).__name__}: {exc}") if exc is not None \
+                    ended = _Ended(self.kind.failed(item, f"{type(exc).__name__}: {exc}")) if exc is not None \
                         else future.result()
+                    outcome = ended.outcome
                     if outcome is NOT_SENT:
                         queue.appendleft(item)
                         continue
+                    if ended.fault is not None:
+                        if self.failing is None:
+                            streak.append((outcome, item, ended.fault))
+                            self.failing = self._server_failing(streak)
+                            if self.failing is not None:
+                                self.halt(str(self.failing))
+                        continue  # after the stop, the failures of the requests in flight are dropped too
+                    if self.failing is None:
+                        release_streak()  # an item that did not fail at the server ends the streak
                     outcomes.append(outcome)
                     stored_items.append(item)
 
@@ -411,13 +481,24 @@ class Campaign(Generic[Item, Outcome]):
                     outcomes.clear()
                     stored_items.clear()
                     self._announce(group)
+                if streak and self.failing is None:
+                    # The run ended (or stopped for another reason) with failures held back: they are
+                    # the clips' failures, stored and reported as any other.
+                    release_streak()
+                    self.store(outcomes, stored_items)
+                    group = outcomes[:]
+                    outcomes.clear()
+                    stored_items.clear()
+                    self._announce(group)
             except BaseException as exc:
                 error = exc
                 self.halt("stopped")
                 # Requests in flight are paid for: their replies are journaled by the workers;
                 # store them now (with the group gathered and not yet stored) when the store works.
-                rest = [(f.result(), i) for f, i in in_flight.items()
-                        if not f.cancelled() and f.exception() is None and f.result() is not NOT_SENT]
+                rest = [(f.result().outcome, i) for f, i in in_flight.items()
+                        if not f.cancelled() and f.exception() is None and f.result().outcome is not NOT_SENT]
+                if self.failing is None:
+                    release_streak()
                 rest += list(zip(outcomes, stored_items))
                 if rest and not isinstance(exc, RunStopped):
                     try:
@@ -429,6 +510,8 @@ class Campaign(Generic[Item, Outcome]):
             raise TaskCancelled()
         if self.stopped is not None:
             raise self.stopped
+        if self.failing is not None:
+            raise self.failing
         return list(queue)
 
 
@@ -439,5 +522,5 @@ class _NotSent:
 
 NOT_SENT: Any = _NotSent()
 
-__all__ = ["NOT_SENT", "Call", "Campaign", "GaveUp", "Pacer", "QuestionKind", "RetryPolicy", "is_disk_full",
+__all__ = ["FAILING_SERVER_CLIPS", "NOT_SENT", "Call", "Campaign", "GaveUp", "Pacer", "QuestionKind", "RetryPolicy", "is_disk_full",
            "is_lock_timeout", "write_waiting"]

@@ -8,10 +8,17 @@ A provider sends one request and returns the reply, or raises one of:
 - :class:`AnswerError` — this item failed for good (HTTP 400, a 200 whose body is not the API's);
   a stored failure, the run goes on;
 - :class:`RunStopped` — 401/403 (key) or 404 (model): the whole run stops with one line.
+
+An :class:`AnswerError` marked ``transient`` is a transient fault that outlasted a provider's own
+retries (the judges' SDK retries by itself): the engine counts it as the server's failure, as it counts
+a :class:`RetryableError` that outlasted its retries, and :class:`ServerFailing` stops a run after
+:data:`workbench.llm.engine.FAILING_SERVER_CLIPS` clips in a row failed so. A provider's error body is
+put in words by :func:`error_words`, never shown as a dict.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Protocol
 
 from workbench.errors import AglwError
@@ -30,8 +37,20 @@ class Unreachable(RunStopped):
         return cls(f"cannot reach {where}: {reason.rstrip('.')}. Nothing was asked; check --base-url and the network")
 
 
+class ServerFailing(RunStopped):
+    """The server failed a run of clips in a row (5xx, time-outs, ...): the run stops, nothing more is sent."""
+
+
 class AnswerError(Exception):
-    """This item's request failed for good; the reason is safe to store."""
+    """This item's request failed for good; the reason is safe to store.
+
+    ``transient``: a transient fault (429, 5xx, a time-out, a lost connection) that outlasted the
+    provider's own retries, i.e. the server's failure rather than this item's.
+    """
+
+    def __init__(self, reason: str = "", *, transient: bool = False) -> None:
+        super().__init__(reason)
+        self.transient = transient
 
 
 class RetryableError(Exception):
@@ -76,6 +95,49 @@ def connection_problem(exc: BaseException) -> str:
     return words.rstrip(".") or type(exc).__name__
 
 
+def timeout_words(timeout_s: float, option: str) -> str:
+    """A time-out named as one: the time-out in force and the setting that sets it."""
+    return f"timeout: no reply within the time-out of {timeout_s:g} s ({option})"
+
+
+def error_words(body: object, fallback: str = "no details") -> str:
+    """A provider's error body in words: its message and kind (``Internal server error (api_error)``).
+
+    Reads the shapes the APIs use (``{"error": {"message", "type"}}``, ``{"message", "type"}``,
+    ``{"detail": ...}``, Google's ``{"error": {"message", "status"}}``), JSON text, or plain text; an
+    HTML page is named as one. Never a dict's repr; ``fallback`` when the body says nothing.
+    """
+    if isinstance(body, (bytes, bytearray)):
+        body = body.decode("utf-8", "replace")
+    if isinstance(body, str):
+        text = body.strip()
+        try:
+            body = json.loads(text)
+        except ValueError:
+            if "<html" in text[:500].lower() or "<!doctype" in text[:100].lower():
+                return "an HTML page"
+            return " ".join(text.split())[:300] or fallback
+        if isinstance(body, str):
+            return " ".join(body.split())[:300] or fallback
+    if isinstance(body, list):
+        return error_words(body[0], fallback) if body else fallback
+    if not isinstance(body, dict):
+        return fallback
+    error = body.get("error", body)
+    if isinstance(error, str):
+        error = {"message": error, "type": body.get("type")}
+    if not isinstance(error, dict):
+        return fallback
+    message = error.get("message") or error.get("detail") or body.get("message") or body.get("detail")
+    if isinstance(message, (dict, list)):
+        message = error_words(message, "")
+    kind = error.get("type") or error.get("status") or error.get("code")
+    words = " ".join(str(message).split())[:300] if message else ""
+    if isinstance(kind, str) and kind and kind.lower() not in ("error", words.lower()):
+        words = f"{words} ({kind})" if words else kind
+    return words or fallback
+
+
 def retry_after(response: object) -> float | None:
     """Seconds from a ``retry-after`` header (seconds form; an HTTP date is ignored)."""
     headers = getattr(response, "headers", None)
@@ -114,4 +176,5 @@ class Provider(Protocol):
         ...
 
 
-__all__ = ["AnswerError", "Provider", "RetryableError", "RunStopped", "Unreachable", "connection_problem", "not_reached", "retry_after", "takes_body_hook"]
+__all__ = ["AnswerError", "Provider", "RetryableError", "RunStopped", "ServerFailing", "Unreachable", "connection_problem",
+           "error_words", "not_reached", "retry_after", "takes_body_hook", "timeout_words"]

@@ -313,7 +313,8 @@ def judge_error_modes(
             campaign: Campaign[ErrorModeItem, ErrorModeOutcome] = Campaign(
                 questions, what=f"error-mode judge {judge.name}",
                 where=safe_url(base_url or judge.base_url) or judge.provider, journal=journal,
-                concurrency=concurrency, retry=RetryPolicy(max_retries=0), task=context)
+                concurrency=concurrency, retry=RetryPolicy(max_retries=0), task=context,
+                resume="Rerun `aglw study judge-error-modes` once the server answers: it asks only what has no answer")
             rest = campaign.replay(items)
             if rest:
                 campaign.run(rest)
