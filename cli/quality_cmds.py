@@ -8,7 +8,7 @@ across annotators like every clip vote; ``select`` reads it as it is now.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -32,6 +32,8 @@ def _vote(ctx: typer.Context, clip: str, flag: str, overruled: bool, note: Optio
     service = LabelService(app.store())
     annotator = service.ensure_annotator(app.annotator_name())
     clip_id = service.clip_id_for_key(clip)
+    if overruled:
+        _check_flag_raised(app.store(), clip, clip_id, flag)
     change = service.set_quality_overrule(
         annotator.id, clip_id, flag, overruled=overruled,
         note=UNSET if note is None else (note.strip() or None), expected_version=expect_version)
@@ -42,6 +44,20 @@ def _vote(ctx: typer.Context, clip: str, flag: str, overruled: bool, note: Optio
     else:
         verb = "overruled" if overruled else "restored (the flag stands)"
         show(f"saved: {annotator.name}: {clip} {flag} {verb} (version {change.version})")
+
+
+def _check_flag_raised(store: Any, clip: str, clip_id: int, flag: str) -> None:
+    """Refuse an overrule of a flag the clip does not have now (its flags come from their one owner,
+    workbench/audio/flags.py): such a vote would be saved and count for nothing."""
+    from workbench.audio.flags import clip_quality_flags_now
+    from workbench.errors import InputError
+
+    raised = [f["flag"] for f in clip_quality_flags_now(store, clip_id)]
+    if flag not in raised:
+        raise InputError(
+            f"clip {clip} has no {flag} flag (its quality flags now: {', '.join(raised) or 'none'}); "
+            "overrule a flag it has (`aglw clips show` lists them). Nothing was saved."
+        )
 
 
 def register(app: typer.Typer) -> None:
