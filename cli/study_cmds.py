@@ -383,6 +383,10 @@ def register(app: typer.Typer) -> None:
                  f"GeoScore {r['geoscore_mean']:.3f}, mean confidence "
                  f"{'–' if r['mean_confidence'] is None else format(r['mean_confidence'], '.2f')}")
 
+    from cli.study_web import register as register_web
+
+    register_web(study)  # study web / invite / participants: their own module (cli/study_web.py)
+
 
 def _print_result(r: dict) -> None:
     head = f"{r['label']} · " if r.get("label") else ""
