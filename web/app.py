@@ -162,9 +162,15 @@ def create_app(
         state = await run_in_threadpool(web_session.record_headphones, store, study, participant_id, answers)
         return JSONResponse({"stage": state.stage}, headers={"cache-control": "no-store"})
 
+    def item_clip(participant_id: int, item_id: str) -> int:
+        try:
+            return web_session.item_clip(store, study, participant_id, item_id)
+        except web_session.NotAllowed:
+            raise HTTPException(404, "There is no such item in your session.") from None
+
     def audio(request: Request) -> Response:
         participant_id = guard.participant(request)
-        clip_id = web_session.item_clip(store, study, participant_id, request.path_params["item_id"])
+        clip_id = item_clip(participant_id, request.path_params["item_id"])
         from workbench.audio.blind_audio import blind_audio_for_clip
 
         blind = blind_audio_for_clip(store, clip_id, cache_dir)
@@ -179,6 +185,7 @@ def create_app(
         if not isinstance(item_id, str) or not item_id or len(item_id) > 64:
             raise InputError("the answer names no item")
         answer = web_session.check_answer(body)
+        await run_in_threadpool(item_clip, participant_id, item_id)
         stored = await run_in_threadpool(web_session.submit, store, study, participant_id, item_id, answer)
         out: dict[str, Any] = {"stored": True, "created": stored.created, "stage": stored.state.stage}
         if study.mode == "game":

@@ -51,9 +51,9 @@ def invite_token(study: StudyConfig, nonce: str) -> str:
     return _serializer(study, "invite").dumps({"s": study.id, "n": nonce})
 
 
-def read_invite(study: StudyConfig, token: str, *, max_age: int = INVITE_MAX_AGE_S) -> str:
+def read_invite(study: StudyConfig, token: str, *, max_age: int | None = None) -> str:
     """The nonce of a verified invitation token."""
-    nonce = _load(study, "invite", token, max_age).get("n")
+    nonce = _load(study, "invite", token, INVITE_MAX_AGE_S if max_age is None else max_age).get("n")
     if not isinstance(nonce, str) or not nonce:
         raise BadToken("invite")
     return nonce
@@ -64,9 +64,9 @@ def open_token(study: StudyConfig) -> str:
     return _serializer(study, "open").dumps({"s": study.id})
 
 
-def read_open(study: StudyConfig, token: str, *, max_age: int = OPEN_MAX_AGE_S) -> None:
+def read_open(study: StudyConfig, token: str, *, max_age: int | None = None) -> None:
     """Verify the open link's token (raises :class:`BadToken`)."""
-    _load(study, "open", token, max_age)
+    _load(study, "open", token, OPEN_MAX_AGE_S if max_age is None else max_age)
 
 
 def invite_link(base_url: str, study: StudyConfig, nonce: str) -> str:
@@ -88,9 +88,9 @@ def session_cookie(study: StudyConfig, participant_id: int) -> str:
     return _serializer(study, "session").dumps({"s": study.id, "p": int(participant_id)})
 
 
-def read_session(study: StudyConfig, value: str, *, max_age: int = SESSION_MAX_AGE_S) -> int:
+def read_session(study: StudyConfig, value: str, *, max_age: int | None = None) -> int:
     """The participant id of a verified session cookie."""
-    participant = _load(study, "session", value, max_age).get("p")
+    participant = _load(study, "session", value, SESSION_MAX_AGE_S if max_age is None else max_age).get("p")
     if not isinstance(participant, int) or isinstance(participant, bool):
         raise BadToken("session")
     return participant
