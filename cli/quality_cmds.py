@@ -30,10 +30,10 @@ def _vote(ctx: typer.Context, clip: str, flag: str, overruled: bool, note: Optio
     check_choice(flag, QUALITY_FLAGS, "--flag")
     app = app_context(ctx)
     service = LabelService(app.store())
-    annotator = service.ensure_annotator(app.annotator_name())
     clip_id = service.clip_id_for_key(clip)
     if overruled:
         _check_flag_raised(app.store(), clip, clip_id, flag)
+    annotator = service.ensure_annotator(app.annotator_name())
     change = service.set_quality_overrule(
         annotator.id, clip_id, flag, overruled=overruled,
         note=UNSET if note is None else (note.strip() or None), expected_version=expect_version)

@@ -10,17 +10,17 @@ from sqlalchemy import func, select
 
 from cli.main import main
 from storage import open_store
-from storage.models import LabelHistory, QualityOverrule
+from storage.models import Annotator, LabelHistory, QualityOverrule
 from tests.storage.test_curation_fixtures import add_annotator, set_quality
 from tests.storage.test_curation_selection_export import project
 
 
-def _stored(db: str) -> tuple[int, int]:
+def _stored(db: str) -> tuple[int, int, int]:
     store = open_store(db)
     try:
         with store.session() as s:
-            return (s.exec(select(func.count()).select_from(QualityOverrule)).one()[0],
-                    s.exec(select(func.count()).select_from(LabelHistory)).one()[0])
+            return tuple(s.exec(select(func.count()).select_from(table)).one()[0]  # type: ignore[return-value]
+                         for table in (QualityOverrule, LabelHistory, Annotator))
     finally:
         store.dispose()
 
@@ -38,13 +38,13 @@ def test_an_overrule_of_a_flag_the_clip_does_not_have_is_refused(sqlite_path, ca
     for clip, flag, has in (("clip_02", "clipping", "low_level"), ("clip_04", "low_level", "none"),
                             ("clip_05", "low_level", "none")):
         capsys.readouterr()
-        rc = main(["--db", db, "--annotator", "erin", "--json", "quality", "overrule", "--clip", clip, "--flag", flag])
+        rc = main(["--db", db, "--annotator", "zoe", "--json", "quality", "overrule", "--clip", clip, "--flag", flag])
         captured = capsys.readouterr()
         assert rc == 1, captured
         [line] = captured.err.strip().splitlines()
         assert f"clip {clip} has no {flag} flag" in line and f"its quality flags now: {has}" in line, line
         assert json.loads(captured.out)["exit_code"] == 1
-    assert _stored(db) == before  # nothing saved, nothing in the history
+    assert _stored(db) == before  # nothing saved, nothing in the history, no annotator "zoe" added
 
     # the flag it has is overruled as before
     capsys.readouterr()
