@@ -228,3 +228,18 @@ def test_chromium_plays_the_transcode(demo, tmp_path: Path) -> None:
     assert result["channels"] == 2
     assert result["duration"] == pytest.approx(out.duration_s, abs=0.05)
     assert result["decoded"] == pytest.approx(out.duration_s, abs=0.05)
+
+
+def test_a_replaced_recording_gets_a_new_transcode_and_a_deleted_one_is_made_again(demo, tmp_path: Path) -> None:
+    from workbench.media import audio_statuses
+
+    clip = _clips(demo)[1]
+    first = blind_audio_for_clip(demo, clip.id, tmp_path / "cache")
+    source = audio_statuses(demo)[clip.id].path
+    samples, rate = sf.read(str(source))
+    sf.write(str(source), samples[: len(samples) // 2], rate)
+    second = blind_audio_for_clip(demo, clip.id, tmp_path / "cache")
+    assert second.path != first.path and second.frames < first.frames
+    second.path.unlink()
+    third = blind_audio_for_clip(demo, clip.id, tmp_path / "cache")
+    assert third.path == second.path and third.path.is_file()
