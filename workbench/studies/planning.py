@@ -93,8 +93,10 @@ class PlanSummary:
         return dict(self.__dict__)
 
 
-def clip_strata(store: Store, clip_keys: Sequence[str] | None) -> tuple[pd.DataFrame, list[dict[str, str]]]:
-    """The clips to plan with their stratum, and those left out for want of a usable recording."""
+def clip_strata(store: Store, clip_keys: Sequence[str] | None, *,
+                who: str = "a study plan") -> tuple[pd.DataFrame, list[dict[str, str]]]:
+    """The clips to plan with their stratum, and those left out for want of a usable recording
+    (``who`` draws the clips: the refusal without any names it)."""
     from workbench.agreement.units import load_ratings
     from workbench.media import clip_audio, dataset_roots
 
@@ -118,7 +120,7 @@ def clip_strata(store: Store, clip_keys: Sequence[str] | None) -> tuple[pd.DataF
     clips = clips[usable]
     if clips.empty:
         raise InputError(f"none of the {len(excluded)} clips has a usable recording; link the audio first "
-                         "(aglw media link) — a study plan draws only clips that can be listened to")
+                         f"(aglw media link) — {who} draws only clips that can be listened to")
     speech = clips["speech"].map({True: "speech", False: "no speech"})
     return clips.assign(stratum=clips["continent"].astype(str) + "/" + speech), excluded
 

@@ -178,7 +178,7 @@ def create_study(
     special = [*attention, *([practice] if practice else [])]
     if practice and practice in attention:
         raise InputError(f"--practice {practice!r} is also an attention clip; a practice clip is not scored")
-    frame, excluded = clip_strata(store, None if keys is None else [*keys, *special])
+    frame, excluded = clip_strata(store, None if keys is None else [*keys, *special], who="a web study")
     usable = set(frame["clip_key"].astype(str))
     for key in special:
         if key not in usable:
