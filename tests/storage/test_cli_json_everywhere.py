@@ -133,6 +133,9 @@ def _study_commands(out: Path, api_url: str) -> dict[str, list[str]]:
         "study progress": ["--out", str(out / "plan.csv")],
         "study guess": ["--clip", "DEMO-0002", "--lat", "48.2", "--lon", "16.4", "--confidence", "0.5"],
         "study localizers": [],
+        "study web": [f"crowd-{out.name}", "--clips", "all", "--per-participant", "2"],
+        "study invite": [f"crowd-{out.name}", "--n", "2"],
+        "study participants": [f"crowd-{out.name}"],
     }
 
 
@@ -194,6 +197,7 @@ def _names() -> set[str]:
         "events import", "events export", "events eval", "events qa", "events score-qa",
         "study alt-test", "study sensitivity", "study error-mode", "study error-modes", "study judge-error-modes",
         "study report", "study plan", "study progress", "study guess", "study localizers",
+        "study web", "study invite", "study participants",
         "quality overrule", "quality restore",
     }
 

@@ -64,6 +64,7 @@ def bad_choices(d: dict[str, Path]) -> dict[str, list[str] | None]:
         "study alt-test": ["--ratings", str(d["ratings"]), "--llm", "r0", "--metric", "bogus"],
         "study error-modes": ["--kind", "bogus"],
         "study localizers": ["--profile", "bogus"],
+        "study web": ["crowd-u", "--clips", "all", "--mode", "bogus"],
         "events import": [str(d["events"]), "--clip", "DEMO-0004", "--format", "bogus"],
         "events export": [str(out / "ev.csv"), "--clip", "DEMO-0004", "--format", "bogus"],
         "quality overrule": ["--clip", "DEMO-0001", "--flag", "bogus"],
@@ -75,7 +76,7 @@ def bad_choices(d: dict[str, Path]) -> dict[str, list[str] | None]:
             "check locations", "gui", "demo", "clips list", "clips show", "media link", "judgments show",
             "label history", "judge models", "study sensitivity", "study error-mode", "study report",
             "study judge-error-modes", "study plan", "study progress", "study guess", "events eval", "events qa",
-            "events score-qa"]),
+            "events score-qa", "study invite", "study participants"]),
     }
 
 
