@@ -117,6 +117,7 @@ def serve(
     sock = _bind(host, port)
     bound_host, bound_port = sock.getsockname()[:2]
     shown_host = f"[{bound_host}]" if ":" in bound_host else bound_host
+    url = f"http://{shown_host}:{bound_port}/"
     common: dict[str, Any] = {"proxy_headers": proxy_headers, "server_header": False, "access_log": False,
                               "log_level": "warning", "timeout_graceful_shutdown": 30, "lifespan": "off"}
     try:
@@ -126,7 +127,7 @@ def serve(
             app = create_app(store, study_name, cache_dir=cache_dir, secure_cookies=secure_cookies,
                              proxy_headers=proxy_headers)
             server = uvicorn.Server(uvicorn.Config(app, **common))
-            on_ready(Ready(f"http://{shown_host}:{bound_port}/", study.name, study.mode))
+            on_ready(Ready(url, study.name, study.mode))
             server.run(sockets=[sock])
         else:
             from uvicorn.supervisors import Multiprocess
@@ -136,7 +137,11 @@ def serve(
                                _ENV["proxy"]: "1" if proxy_headers else "0"})
             config = uvicorn.Config("web.server:app_from_environment", factory=True, workers=workers, **common)
             server = uvicorn.Server(config)
-            on_ready(Ready(f"http://{shown_host}:{bound_port}/", study.name, study.mode))
+            on_ready(Ready(url, study.name, study.mode))
             Multiprocess(config, target=server.run, sockets=[sock]).run()
+    except KeyboardInterrupt:
+        # uvicorn finishes the requests in flight on Ctrl-C, then raises the signal again: that
+        # is the normal end of serving, not an error
+        pass
     finally:
         sock.close()
