@@ -303,6 +303,10 @@ def _with_coverage(columns: list[str], rows: list[dict[str, Any]]) -> _Rows:
                    for row in rows]
 
 
+def _missing(value: Any) -> bool:
+    return value is None or value != value
+
+
 def _cell(column: str, value: Any, record: dict[str, Any]) -> str:
     """A cell: the number, and its interval when ``--ci`` gave one."""
     text = _format(column, value) if column != "coverage" else escape(str(value))
@@ -320,39 +324,43 @@ def leaderboard_cmd(
     ci: bool = typer.Option(False, "--ci", help="Add 95 % bootstrap intervals (clips resampled with replacement)."),
     bootstrap: int = typer.Option(2000, "--bootstrap", min=1, help="Bootstrap resamples B (with --ci)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap (with --ci)."),
-    models: Optional[str] = typer.Option(None, "--models", help="Only these models: A,B,... (default: all)."),
+    models: Optional[str] = typer.Option(
+        None, "--models", help="Only these rows: A,B,... — models and human rows as printed (default: all)."),
+    humans: str = typer.Option("pooled", "--humans",
+                               help="Web studies: pooled (a row per study and its consensus) or each (also a row "
+                                    "per participant)."),
     aliases: Optional[str] = typer.Option(None, "--aliases", help=_ALIASES_HELP),
 ) -> None:
-    """Table for all imported models.
+    """Table for all imported models, the human localizers and the web studies' crowds.
 
     With a country alias table (country_aliases.toml in the configuration folder, or --aliases),
     an answer naming the country a clip's position lies in counts as correct where the table
     accepts the stated country covering it; the output says how many answers that changed.
     """
     _check_choice(profile, (*PROFILES, "both"), "--profile")
-    from workbench.metrics.service import GROUP_BY_OPTIONS, leaderboard_rows
+    from workbench.metrics.service import GROUP_BY_OPTIONS
 
     _check_choice(by, GROUP_BY_OPTIONS, "--by")
+    _check_choice(humans, ("pooled", "each"), "--humans")
     app = app_context(ctx)
     from workbench.country_aliases import alias_table
+    from workbench.studies.board import leaderboard_board
 
     table = alias_table(aliases)
     store = app.store()
     listed = [m.strip() for m in models.split(",") if m.strip()] if models else None
-    found = leaderboard_rows(store, profile, by, common=common, models=listed, ci=ci,  # type: ignore[arg-type]
-                             bootstrap=bootstrap, seed=seed, aliases=table)
+    # models, the desktop's human localizers and the web studies' crowds, scored alike
+    found = leaderboard_board(store, profile, by, common=common, listed=listed, each=humans == "each", ci=ci,
+                              bootstrap=bootstrap, seed=seed, aliases=table)
     columns, rows = found.columns, found.rows
     n_common, summary = found.n_common, found.alias_table
-    if by is None and not common and listed is None:
-        from workbench.studies.localizers import human_rows
-
-        # people who guessed blind, scored alike
-        rows = rows + human_rows(store, profile, columns, ci=ci, bootstrap=bootstrap, seed=seed, aliases=table)
-    elif common and listed is None:
-        say("human localizers are not ranked with --common: they guessed other clips than the models answered")
+    for note in found.notes:
+        say(note)
     if app.json:
-        emit_json({"profile": profile, "common": common, "n_common": n_common, "alias_table": summary,
-                   "rows": rows})
+        out = {"profile": profile, "common": common, "n_common": n_common, "alias_table": summary, "rows": rows}
+        if found.crowds:
+            out["crowds"] = found.crowds
+        emit_json(out)
         return
     if not rows:
         say("no predictions imported yet: use `aglw import predictions --model NAME FILE`")
@@ -364,32 +372,48 @@ def leaderboard_cmd(
         columns, rows = _side_by_side(columns, rows, by is not None)
     else:
         columns = [c for c in columns if c != "profile"]
+    if "n_clips" in columns:
+        # A crowd answers a clip several times: its coverage counts the clips it answered, and its
+        # answers (n) are a column of their own.
+        columns = ["n_answers" if c == "n_clips" else c for c in columns]
+        rows = [{**row, "n_answers": row["n"], "n": row["n"] if _missing(row["n_clips"]) else row["n_clips"]}
+                for row in rows]
     columns, rows = _with_coverage(columns, rows)
     from workbench.formatting import count
 
     title = "leaderboard" + (f" by {by}" if by else "") + f" ({profile} profile{'s' if profile == 'both' else ''})"
     if common:
-        title += f", on the {count(n_common)} clips every listed model answered"
+        title += f", on the {count(n_common)} clips every listed {'row' if 'n_answers' in columns else 'model'} answered"
     if ci:
         title += f"; [95 % bootstrap interval, B = {count(bootstrap)}, seed {seed}]"
     from workbench.formatting import metric_title as header
     from workbench.metrics.keys import DISTANCE_HEADER
 
-    board = Table(title=title, caption=f"{DISTANCE_HEADER[0].upper()}{DISTANCE_HEADER[1:]}: the mean over answers "
-                  "with a defined distance; coverage: answers counted / clips in the model's dataset.")
+    caption = (f"{DISTANCE_HEADER[0].upper()}{DISTANCE_HEADER[1:]}: the mean over answers with a defined distance; "
+               "coverage: answers counted / clips in the model's dataset.")
+    if "n_answers" in columns:
+        caption += " A human row's coverage counts the clips it answered; answers: its guesses."
+    board = Table(title=title, caption=caption)
     visible = [c for c in columns if not c.endswith("_ci")]
     for column in visible:
-        board.add_column(header(column), justify="left" if column in ("model", "group") else "right")
+        # a row's name is never cut nor folded: `compare --models` takes it as printed
+        board.add_column(header(column), justify="left" if column in ("model", "group") else "right",
+                         no_wrap=column == "model")
     for record in rows:
         board.add_row(*(_cell(column, record[column], record) for column in visible))
     show(board, min_width=200)
     for line in alias_notes:
         show(line)
+    for crowd in found.crowds:
+        excluded = "; ".join(f"{x['participant']} ({x['reason']})" for x in crowd["excluded"])
+        show(escape(f"human ({crowd['study']}): {count(crowd['analyzed'])} participant(s) analyzed "
+                    f"({crowd['rule']}); {count(len(crowd['excluded']))} excluded" + (f": {excluded}" if excluded else "")))
 
 
 def compare_cmd(
     ctx: typer.Context,
-    models: str = typer.Option(..., "--models", help="The two models: A,B."),
+    models: str = typer.Option(..., "--models", help="The two rows: A,B — models or human rows, as the leaderboard "
+                                                     "prints them."),
     profile: str = typer.Option("agl1k", "--profile", help="Metric profile: agl1k or iso."),
     metric: Optional[str] = typer.Option(
         None, "--metric", help="Only these metrics (comma list of metric keys; default: every one)."),
@@ -397,7 +421,10 @@ def compare_cmd(
     seed: int = typer.Option(0, "--seed", help="Seed of the paired bootstrap."),
     aliases: Optional[str] = typer.Option(None, "--aliases", help=_ALIASES_HELP),
 ) -> None:
-    """Paired comparison of two models on the clips both answered.
+    """Paired comparison of two models (or any two leaderboard rows) on the clips both answered.
+
+    A row with several answers per clip (a pooled human row) scores a clip by the mean over its
+    answers, and every metric is then tested by the paired bootstrap over clips.
 
     With a country alias table (country_aliases.toml in the configuration folder, or --aliases),
     an answer naming the country a clip's position lies in counts as correct where the table
@@ -407,16 +434,17 @@ def compare_cmd(
     names = [m.strip() for m in models.split(",") if m.strip()]
     if len(names) != 2:
         raise typer.BadParameter(f"{models!r}: name exactly two models, A,B", param_hint="--models")
-    from workbench.metrics.compare import COMPARED_KEYS, compare_models
+    from workbench.metrics.compare import COMPARED_KEYS
 
     chosen = [m.strip() for m in metric.split(",") if m.strip()] if metric else None
     for name in chosen or ():
         _check_choice(name, COMPARED_KEYS, "--metric")
     app = app_context(ctx)
     from workbench.country_aliases import alias_table
+    from workbench.studies.crowd import compare_rows
 
-    result = compare_models(app.store(), names[0], names[1], profile=profile, metrics=chosen, bootstrap=bootstrap,
-                            seed=seed, aliases=alias_table(aliases))
+    result = compare_rows(app.store(), names[0], names[1], profile=profile, metrics=chosen, bootstrap=bootstrap,
+                          seed=seed, aliases=alias_table(aliases))
     if app.json:
         emit_json(result)
         return
@@ -437,6 +465,10 @@ def compare_cmd(
         table.add_row(header(row["metric"]), count(row["n"]), _format(row["metric"], row["a"]),
                       _format(row["metric"], row["b"]), difference, test, p, p_holm)
     show(table, min_width=160)
+    if "n_answers" in result:
+        (name_a, name_b), (n_a, n_b) = result["models"], result["n_answers"]
+        show(escape(f"answers on those clips: {name_a} {count(n_a)}, {name_b} {count(n_b)}; a clip's score is the "
+                    "mean over its answers"))
     summary = result.get("alias_table")
     if summary is not None:
         rows = [{"model": name, "n": result["n_common"], "country_alias_n": summary["country_alias_n"][i],

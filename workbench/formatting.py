@@ -121,6 +121,9 @@ METRIC_TITLES = {
     "profile": "profile",
     "n": "n",
     "n_dataset": "n in dataset",
+    "n_clips": "clips",  # a crowd's row: n counts its guesses, these the clips and the people
+    "n_participants": "people",
+    "n_answers": "answers",
     "distance_error_km": DISTANCE_HEADER,  # says it is a mean and how a refusal counts (issue [N])
     "coverage": COVERAGE_HEADER,
     "continent_acc": "continent acc.",
@@ -138,6 +141,9 @@ METRIC_TITLES = {
 METRIC_KINDS = {
     "n": "count",
     "n_dataset": "count",
+    "n_clips": "count",
+    "n_participants": "count",
+    "n_answers": "count",
     "distance_error_km": "km",
     "continent_acc": "accuracy",
     "country_acc": "accuracy",

@@ -10,7 +10,7 @@ reported. See ``design/studies.md`` ("Counting").
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -21,6 +21,7 @@ from workbench.metrics.aggregate import metric_inputs
 from workbench.metrics.intervals import (
     BINARY_KEYS,
     CONTINUOUS_KEYS,
+    clip_terms,
     DEFAULT_BOOTSTRAP,
     holm,
     mcnemar_exact,
@@ -49,11 +50,19 @@ def compare_models(
     bootstrap: int = DEFAULT_BOOTSTRAP,
     seed: int = 0,
     aliases: AliasTable | None = None,
+    answers: Mapping[str, Mapping[str, np.ndarray]] | None = None,
+    accepted: Mapping[str, np.ndarray | None] | None = None,
 ) -> dict[str, Any]:
-    """Compare two stored models on the clips (dataset keys) both answered.
+    """Compare two stored models, or any two leaderboard rows, on the clips (dataset keys) both answered.
 
     ``aliases``: the country alias table, applied to both models' answers as the leaderboard
-    applies it (:mod:`workbench.metrics.aliased`; None or empty: none).
+    applies it (:mod:`workbench.metrics.aliased`; None or empty: none). ``answers``: the records
+    (one object array per field, with ``question_id``) of rows that are not stored models, e.g.
+    the human rows (:func:`workbench.studies.crowd.compare_rows` gives them), and ``accepted``
+    their answers' acceptance under the alias table. Where a side answers a clip several times
+    (a pooled human row), the clip's score is the mean over its answers and every metric is
+    tested by the paired bootstrap over clips; McNemar's test only when both sides answer each
+    clip once (:func:`_compare_sets`).
 
     Returns
     -------
@@ -85,6 +94,10 @@ def compare_models(
     if bootstrap < 1:
         raise AglwError(f"--bootstrap {bootstrap}: at least one resample is needed")
     records = metric_records(store, human_sounds=False, question_ids=True)
+    answers = answers or {}
+    if model_a in answers or model_b in answers:
+        return _compare_sets(store, records, model_a, model_b, answers, accepted or {}, profile=profile,
+                             chosen=chosen, bootstrap=bootstrap, seed=seed, aliases=aliases)
     missing = [m for m in (model_a, model_b) if m not in records.models]
     if missing:
         known = ", ".join(records.models) or "none imported yet"
@@ -134,6 +147,76 @@ def compare_models(
     result = {"models": [model_a, model_b], "profile": profile, "n_common": len(common), "bootstrap": bootstrap,
               "seed": seed, "metrics": out}
     if changed["country_alias_n"] and aliases is not None:
+        from workbench.metrics.aliased import table_summary
+
+        result["alias_table"] = {**table_summary(aliases), **changed}
+    return result
+
+
+def _side(store: Store, records: Any, name: str, answers: Mapping[str, Mapping[str, np.ndarray]],
+          accepted: Mapping[str, np.ndarray | None], aliases: AliasTable | None) -> tuple[dict[str, np.ndarray], Any]:
+    """A compared row's records (columns) and their acceptance under the alias table."""
+    from workbench.metrics.records import alias_accepted
+
+    if name in answers:
+        return dict(answers[name]), accepted.get(name)
+    rows = np.flatnonzero(records.model_rank == records.models.index(name))
+    part = {column: values[rows] for column, values in records.columns.items()}
+    return part, alias_accepted(store, part, aliases)
+
+
+def _compare_sets(store: Store, records: Any, model_a: str, model_b: str,
+                  answers: Mapping[str, Mapping[str, np.ndarray]], accepted: Mapping[str, np.ndarray | None], *,
+                  profile: str, chosen: list[str], bootstrap: int, seed: int,
+                  aliases: AliasTable | None) -> dict[str, Any]:
+    """:func:`compare_models` where a side is not a stored model: per clip, the mean over its answers."""
+    missing = [m for m in (model_a, model_b) if m not in records.models and m not in answers]
+    if missing:
+        known = ", ".join([*records.models, *answers]) or "none imported yet"
+        raise AglwError(f"no answers for row(s) {', '.join(map(repr, missing))} (rows: {known})")
+    sides = [_side(store, records, name, answers, accepted, aliases) for name in (model_a, model_b)]
+    common = set(sides[0][0]["question_id"].tolist()) & set(sides[1][0]["question_id"].tolist())
+    if not common:
+        raise InputError(f"{model_a} and {model_b} answered no clip in common; nothing to compare")
+    per_clip, n_answers, single = [], [], True
+    changed: dict[str, list[int]] = {"country_alias_n": [], "continent_alias_n": []}
+    for columns, ok in sides:
+        keep = np.array([key in common for key in columns["question_id"].tolist()], dtype=bool)
+        part = {name: values[keep] for name, values in columns.items()}
+        inputs = metric_inputs(part, (profile,), alias_accepted=None if ok is None else ok[keep])
+        clips, terms = clip_terms(row_terms(inputs, profile), part["question_id"], mean=True)
+        per_clip.append(terms)
+        n_answers.append(int(keep.sum()))
+        single = single and int(keep.sum()) == len(clips)
+        for kind in ("country", "continent"):
+            if f"{profile}_{kind}_alias" in inputs.columns:
+                changed[f"{kind}_alias_n"].append(int(np.count_nonzero(inputs.columns[f"{profile}_{kind}_alias"])))
+    out = []
+    for metric in chosen:
+        (value_a, counted_a), (value_b, counted_b) = per_clip[0][metric], per_clip[1][metric]
+        both = (counted_a > 0) & (counted_b > 0)
+        n = int(np.count_nonzero(both))
+        a = float(value_a[both].mean()) if n else math.nan
+        b = float(value_b[both].mean()) if n else math.nan
+        row: dict[str, Any] = {"metric": metric, "n": n, "a": _nan_to_none(a), "b": _nan_to_none(b),
+                               "difference": _nan_to_none(a - b)}
+        if metric in CONTINUOUS_KEYS or not single:
+            p, interval = paired_bootstrap(value_a[both], value_b[both], bootstrap=bootstrap, seed=seed,
+                                           name=f"{model_a}|{model_b}|{metric}")
+            row.update(test="paired_bootstrap", p_value=_nan_to_none(p), ci=interval)
+        else:
+            p = mcnemar_exact(value_a[both] > 0, value_b[both] > 0) if n else math.nan
+            row.update(test="mcnemar_exact", p_value=_nan_to_none(p))
+        out.append(row)
+    tested = [i for i, row in enumerate(out) if row["p_value"] is not None]
+    adjusted = holm([out[i]["p_value"] for i in tested])
+    for row in out:
+        row["p_holm"] = None
+    for i, p in zip(tested, adjusted):
+        out[i]["p_holm"] = p
+    result = {"models": [model_a, model_b], "profile": profile, "n_common": len(common), "bootstrap": bootstrap,
+              "seed": seed, "metrics": out, "n_answers": n_answers}
+    if len(changed["country_alias_n"]) == 2 and aliases is not None:
         from workbench.metrics.aliased import table_summary
 
         result["alias_table"] = {**table_summary(aliases), **changed}

@@ -89,12 +89,44 @@ def bootstrap_intervals(
     the metric."""
     if counts is None:
         counts = resample_counts(len(inputs), bootstrap, seed, name)
+    return term_intervals(row_terms(inputs, profile), counts)
+
+
+def term_intervals(terms: dict[str, tuple[np.ndarray, np.ndarray]],
+                   counts: np.ndarray) -> dict[str, list[float | None]]:
+    """``<key>_ci`` of metrics given as (value, weight) per resampled unit (a row, or a clip's
+    sums: :func:`clip_terms`) and the resamples' ``counts`` of those units."""
     out: dict[str, list[float | None]] = {}
     with np.errstate(invalid="ignore", divide="ignore"):
-        for key, (value, weight) in row_terms(inputs, profile).items():
+        for key, (value, weight) in terms.items():
             stats = (counts @ value) / (counts @ weight)
             out[f"{key}_ci"] = _percentile_interval(stats)
     return out
+
+
+def clip_terms(terms: dict[str, tuple[np.ndarray, np.ndarray]], clips: np.ndarray,
+               *, mean: bool) -> tuple[np.ndarray, dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """The row terms of answers gathered per clip: the distinct clips (sorted) and per metric
+    (value, weight) per clip.
+
+    ``mean`` False: the sums of the clip's values and weights (resampling clips with them gives
+    the pooled metric over answers: a cluster bootstrap). ``mean`` True: the mean over the clip's
+    counted answers and weight 1 where it has one, else 0 (a clip with several answers, e.g. a
+    crowd's guesses, weighs as much as a clip with one: how it pairs with a model per clip).
+    """
+    distinct, inverse = np.unique(clips, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    out = {}
+    for key, (value, weight) in terms.items():
+        value_sum = np.bincount(inverse, weights=value, minlength=len(distinct))
+        weight_sum = np.bincount(inverse, weights=weight, minlength=len(distinct))
+        if mean:
+            counted = weight_sum > 0
+            out[key] = (np.divide(value_sum, weight_sum, out=np.zeros_like(value_sum), where=counted),
+                        counted.astype(float))
+        else:
+            out[key] = (value_sum, weight_sum)
+    return distinct, out
 
 
 def holm(p_values: Sequence[float]) -> list[float]:

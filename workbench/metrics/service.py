@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -117,7 +117,7 @@ def model_metrics(store: Store, model: str, profile: Profile = "agl1k", *,
     return result
 
 
-def _group_labels(records: Mapping[str, np.ndarray], profile: str, by: str) -> np.ndarray:
+def group_labels(records: Mapping[str, np.ndarray], profile: str, by: str) -> np.ndarray:
     """Each record's group: speech or not (linked clip's ``human_sounds``), or the true
     continent in the profile's sense; computed once per distinct value."""
     if by == "speech":
@@ -175,21 +175,21 @@ def _groups(model_rank: np.ndarray, labels: np.ndarray | None) -> tuple[np.ndarr
     return order, slices
 
 
-def _common_mask(records: MetricRecords, listed: list[int]) -> tuple[np.ndarray, int]:
-    """Rows of the listed models (ranks) on the clips (dataset keys) every one of them answered,
-    and how many such clips there are."""
+def _common_mask(records: MetricRecords, listed: list[int],
+                 answered_too: Sequence[set[Any]] = ()) -> tuple[np.ndarray, set[Any]]:
+    """Rows of the listed models (ranks) on the clips (dataset keys) every one of them, and every
+    other listed row (``answered_too``: the clips each human row answered), answered; and those clips."""
     keys = records.columns["question_id"]
     ranks = records.model_rank
     common: set[Any] | None = None
-    for rank in listed:
-        answered = set(keys[ranks == rank].tolist())
-        common = answered if common is None else common & answered
+    for answered in [*(set(keys[ranks == rank].tolist()) for rank in listed), *answered_too]:
+        common = set(answered) if common is None else common & answered
     common = common or set()
     mask = np.isin(ranks, listed) & np.array([key in common for key in keys.tolist()], dtype=bool)
-    return mask, len(common)
+    return mask, common
 
 
-def _dataset_sizes(store: Store, profile: str, by: str | None) -> dict[tuple[Any, Any], int]:
+def dataset_sizes(store: Store, profile: str, by: str | None) -> dict[tuple[Any, Any], int]:
     """(dataset id, group) -> how many of the dataset's clips fall in the group (group None
     without a breakdown): the denominator of each row's coverage."""
     clip = T.clip.c
@@ -201,7 +201,7 @@ def _dataset_sizes(store: Store, profile: str, by: str | None) -> dict[tuple[Any
     if by is None:
         labels = object_array([None] * len(clips))
     else:
-        labels = _group_labels({"true_country": object_array([c[1] for c in clips]),
+        labels = group_labels({"true_country": object_array([c[1] for c in clips]),
                                 "true_continent": object_array([c[2] for c in clips]),
                                 "human_sounds": object_array([c[3] for c in clips])}, profile, by)
     sizes: dict[tuple[Any, Any], int] = {}
@@ -228,6 +228,8 @@ class LeaderboardRows:
     rows: list[dict[str, Any]]
     n_common: int | None = None
     alias_table: dict[str, Any] | None = None
+    # With ``common``: the clips (dataset keys) every listed row answered (what other rows are ranked on).
+    common_keys: frozenset[Any] | None = None
 
 
 def leaderboard(
@@ -262,7 +264,7 @@ def leaderboard(
     return table
 
 
-def _sort_rows(rows: list[dict[str, Any]], keys: list[str]) -> list[dict[str, Any]]:
+def sort_rows(rows: list[dict[str, Any]], keys: list[str]) -> list[dict[str, Any]]:
     """``rows`` stably sorted by ``keys``, ascending, missing values (None, NaN) last under each key."""
     def key(row: dict[str, Any]) -> tuple[tuple[int, Any], ...]:
         return tuple((1, 0) if row[k] is None or row[k] != row[k] else (0, row[k]) for k in keys)
@@ -281,6 +283,7 @@ def leaderboard_rows(
     bootstrap: int = 2000,
     seed: int = 0,
     aliases: AliasTable | None = None,
+    answered_too: Sequence[set[Any]] = (),
 ) -> LeaderboardRows:
     """Metrics of every stored model, optionally per group of clips.
 
@@ -302,6 +305,10 @@ def leaderboard_rows(
         of each row's clips (seeded by ``seed`` and the model's name).
     aliases : AliasTable, optional
         The country alias table, applied as by :func:`model_metrics` (None or empty: none).
+    answered_too : sequence of sets, optional
+        With ``common``: the clips (dataset keys) each other listed row answered (the human rows,
+        :mod:`workbench.studies.crowd`); the common clips are those every model and every one of
+        these answered.
 
     Returns
     -------
@@ -333,10 +340,11 @@ def leaderboard_rows(
             known = ", ".join(records.models) or "none imported yet"
             raise AglwError(f"no predictions for model(s) {', '.join(map(repr, unknown))} (models: {known})")
     listed = [records.models.index(m) for m in models] if models is not None else list(range(len(records.models)))
-    n_common = None
+    n_common, common_keys = None, None
     keep = np.isin(records.model_rank, listed)
     if common:
-        keep, n_common = _common_mask(records, listed)
+        keep, found = _common_mask(records, listed, answered_too)
+        n_common, common_keys = len(found), frozenset(found)
     if not keep.all():
         records = MetricRecords({k: v[keep] for k, v in records.columns.items()}, records.model_rank[keep],
                                  records.models, records.datasets)
@@ -355,9 +363,9 @@ def leaderboard_rows(
     # and a slice's bootstrap resamples are drawn once for all profiles.
     passes = []
     for names in ([[name] for name in profiles] if by == "continent" else [list(profiles)]):
-        labels = None if by is None else _group_labels(records.columns, names[0], by)
+        labels = None if by is None else group_labels(records.columns, names[0], by)
         order, slices = _groups(records.model_rank, labels)
-        passes.append((names, _dataset_sizes(store, names[0], by), inputs.take(order), slices))
+        passes.append((names, dataset_sizes(store, names[0], by), inputs.take(order), slices))
     for names, sizes, ordered, slices in passes:
         for rank, group, rows_of_group in slices:
             part = ordered.take(rows_of_group)
@@ -377,4 +385,4 @@ def leaderboard_rows(
         from workbench.metrics.aliased import table_summary
 
         summary = table_summary(aliases)
-    return LeaderboardRows(columns, _sort_rows(rows, sort_keys), n_common, summary)
+    return LeaderboardRows(columns, sort_rows(rows, sort_keys), n_common, summary, common_keys)
