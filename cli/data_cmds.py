@@ -250,9 +250,15 @@ def metrics_cmd(
     from workbench.formatting import metric_title
 
     for key, value in result.items():
-        if key not in ("model", "profile", "alias_table", *_ALIAS_COUNTS):
-            shown.add_row(metric_title(key), _format(key, value))  # the reader's title; --json has the key
+        if key not in ("model", "profile", "alias_table", *_ALIAS_COUNTS) and not key.startswith("n_"):
+            # the reader's title; --json has the key. A metric computed on fewer answers than n says on how many.
+            counted = f" (n = {result[f'n_{key}']:,})" if f"n_{key}" in result else ""
+            shown.add_row(metric_title(key), _format(key, value) + counted)
     show(shown)
+    unreadable = result.get("n_unreadable", 0)
+    if unreadable:
+        show(f"{unreadable:,} of the {result['n']:,} answers {'is' if unreadable == 1 else 'are'} unreadable (a "
+             "position that is no number): left out of the mean distance and GeoScore, a miss within every k km")
     for line in _alias_lines([result], result.get("alias_table")):
         show(line)
 

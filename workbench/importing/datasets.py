@@ -68,7 +68,7 @@ def _audio_paths(table: DatasetTable, media_root: Path, report: ImportReport) ->
 
 
 def _read(
-    path: Path, format: str, mapping: str | Path | None, media_root: Path | None  # noqa: A002
+    path: Path, format: str, mapping: str | Path | None, media_root: Path | None, verify: bool = True  # noqa: A002
 ) -> tuple[DatasetTable, Any]:
     """The validated source, and (for an export with embedded audio) the recordings to write."""
     if format not in FORMATS:
@@ -93,7 +93,7 @@ def _read(
         return read_folder(path, mapping), None
     from workbench.importing.hf import read_hf_export
 
-    export = read_hf_export(path, media_root)
+    export = read_hf_export(path, media_root, verify=verify)
     return export.table, export
 
 
@@ -106,6 +106,7 @@ def import_dataset(
     mapping: str | Path | None = None,
     media_root: str | Path | None = None,
     dry_run: bool = False,
+    verify: bool = True,
     task: TaskContext | None = None,
 ) -> ImportReport:
     """Import a dataset as one new dataset, in one transaction.
@@ -129,6 +130,10 @@ def import_dataset(
         embedded recordings this is where they are written (nothing is written without it).
     dry_run : bool
         Validate and report; store (and write) nothing.
+    verify : bool
+        ``"hf"``: check the export against what it states first (``croissant.json``, every
+        file's SHA-256, every embedded recording decodable); ``False`` imports it as it is, with
+        a warning.
     task : TaskContext, optional
         Progress and cancel: the source is one item, stored whole or not at all; a cancel
         before the transaction stores nothing (importing again does it all).
@@ -141,7 +146,8 @@ def import_dataset(
     ------
     InputError
         Any problem in the source (one line: file, line or row, field), a missing media root, or
-        a dataset of that name already existing. Nothing is stored.
+        a dataset of that name already existing; an export not as it states
+        (:class:`~workbench.importing.hf.ExportNotVerified`, one line per problem). Nothing is stored.
     """
     path = Path(path)
     task = task or TaskContext()
@@ -149,12 +155,16 @@ def import_dataset(
     root = Path(media_root).expanduser() if media_root is not None else None
     if root is not None and format != "hf" and not root.is_dir():
         raise InputError(f"media root {root}: not a folder; pass an existing folder.")
-    table, export = _read(path, format, mapping, root)
+    table, export = _read(path, format, mapping, root, verify)
     dataset_name = (name or (path.resolve().name if path.is_dir() else path.stem)).strip()
     if not dataset_name:
         raise InputError("the dataset name is empty; pass --name NAME")
     report = ImportReport(kind="dataset", source=str(path), name=dataset_name, dry_run=dry_run)
     report.warnings.extend(table.warnings)
+    if export is not None and not verify:
+        from workbench.importing.hf import UNVERIFIED_WARNING
+
+        report.warnings.append(UNVERIFIED_WARNING)
     report.details.update(encoding=table.encoding, column_mapping=table.column_mapping)
     report.counts["rows"] = len(table.rows)
     if format in ("table", "folder"):

@@ -7,12 +7,19 @@ clip data: they are not imported. Recordings embedded in the export are written 
 root given (``--media-root``), at their path relative to the original media root, and linked;
 without a media root nothing is written and the report says how many recordings were left out.
 Recordings exported as paths only are linked in place under ``--media-root``.
+
+Before anything is written the export is verified against what it states (:func:`verify_export`):
+``croissant.json`` present and Croissant 1.0, every data file listed there with the SHA-256 it
+has, and every embedded recording decodable by the project's decoder. Each problem is one line
+(:class:`ExportNotVerified`); ``verify=False`` (``--no-verify``) imports the folder as it is.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -32,6 +39,22 @@ COLUMNS: dict[str, str] = {
     "source_ambiguous_sounds": "source_ambiguous_sounds", "derived": "derived",
 }
 REQUIRED = ("key", "latitude", "longitude", "audio")
+CROISSANT, CROISSANT_VERSION = "croissant.json", "http://mlcommons.org/croissant/1.0"
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+AGAIN = "export it again with `aglw export dataset --format hf`"
+UNVERIFIED_WARNING = ("not verified (--no-verify): croissant.json, the files' SHA-256 and the embedded recordings "
+                      "were not checked; imported as the folder is")
+
+
+class ExportNotVerified(InputError):
+    """The export is not as it states: :attr:`problems` holds one line per problem (each naming
+    the file and what to do); nothing was imported."""
+
+    def __init__(self, folder: Path, problems: list[str]) -> None:
+        self.problems = problems
+        self.summary = (f"{folder}: the export is not as it states ({len(problems)} problem(s)); nothing was "
+                        f"imported. Restore the files or {AGAIN}; --no-verify imports it as it is")
+        super().__init__("\n".join([*problems, self.summary]))
 
 
 @dataclass
@@ -136,8 +159,113 @@ def _row(record: dict[str, Any], where: str) -> dict[str, Any]:
     return row
 
 
-def read_hf_export(folder: str | Path, media_root: Path | None = None) -> HfExport:
-    """Read and validate an export folder (see the module doc)."""
+def _croissant_files(folder: Path, problems: list[str]) -> dict[str, str] | None:
+    """Relative path -> SHA-256 of every file ``croissant.json`` lists; None (a problem added)
+    when it is missing, not JSON or not Croissant 1.0 metadata of files with their hashes."""
+    path = folder / CROISSANT
+    if not path.is_file():
+        problems.append(f"{path}: missing; it states the export's files and their SHA-256, so nothing can be "
+                        f"checked: restore it or {AGAIN}")
+        return None
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        problems.append(f"{path}: not valid JSON (not UTF-8 text: {exc.reason}); restore it or {AGAIN}")
+        return None
+    except json.JSONDecodeError as exc:
+        problems.append(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
+                        f"restore it or {AGAIN}")
+        return None
+    distribution = document.get("distribution") if isinstance(document, dict) else None
+    reason = ("not a JSON object" if not isinstance(document, dict)
+              else f"conformsTo is {document.get('conformsTo')!r}, not {CROISSANT_VERSION!r}"
+              if document.get("conformsTo") != CROISSANT_VERSION
+              else "no distribution list of files" if not isinstance(distribution, list) else None)
+    listed: dict[str, str] = {}
+    for item in distribution if reason is None else []:
+        if not isinstance(item, dict) or item.get("@type") != "cr:FileObject":
+            continue
+        url, digest = item.get("contentUrl"), item.get("sha256")
+        if not isinstance(url, str) or not url or not isinstance(digest, str) or not _SHA256.fullmatch(digest):
+            reason = f"the file object {item.get('@id')!r} lacks a contentUrl or a SHA-256 of 64 hex digits"
+            break
+        listed[url] = digest
+    if reason is None and not listed:
+        reason = "it lists no file"
+    if reason is not None:
+        problems.append(f"{path}: not Croissant 1.0 metadata ({reason}); restore it or {AGAIN}")
+        return None
+    return listed
+
+
+def _verify_files(folder: Path, files: list[Path]) -> list[str]:
+    """The problems of croissant.json and of the files it lists: missing, outside the folder,
+    another SHA-256; and of data files it does not list."""
+    problems: list[str] = []
+    listed = _croissant_files(folder, problems)
+    if listed is None:
+        return problems
+    root = folder.resolve()
+    for relative, stated in sorted(listed.items()):
+        path = folder / PurePosixPath(relative)
+        if PurePosixPath(relative).is_absolute() or not path.resolve().is_relative_to(root):
+            problems.append(f"{folder / CROISSANT}: lists {relative!r}, outside the export folder; {AGAIN}")
+        elif not path.is_file():
+            problems.append(f"{path}: listed in {CROISSANT} but missing; restore it or {AGAIN}")
+        else:
+            actual = hashlib.sha256(path.read_bytes()).hexdigest()
+            if actual != stated:
+                problems.append(f"{path}: SHA-256 {actual} is not the {stated} that {CROISSANT} states (the file "
+                                f"changed after the export); restore it or {AGAIN}")
+    for path in files:
+        if path.relative_to(folder).as_posix() not in listed:
+            problems.append(f"{path}: not listed in {CROISSANT} (no SHA-256 to check it against); remove it or {AGAIN}")
+    return problems
+
+
+def _verify_recordings(audio: dict[str, tuple[str, bytes | None]], where: dict[str, str]) -> list[str]:
+    """One problem per embedded recording the project's decoder cannot decode, is empty, or
+    lacks its bytes while the export embeds the others."""
+    from workbench.audio.loader import load_audio
+
+    problems: list[str] = []
+    embedded = any(data is not None for _, data in audio.values())
+    with tempfile.TemporaryDirectory(prefix="aglw-verify-") as scratch:
+        for key, (relative, data) in audio.items():
+            at = f"{where[key]}, clip {key!r}: the embedded recording {relative!r}"
+            if data is None:
+                if embedded:
+                    problems.append(f"{at}: its bytes are missing while the export embeds the others; {AGAIN}")
+                continue
+            if not data:
+                problems.append(f"{at} is empty (0 bytes); {AGAIN}")
+                continue
+            file = Path(scratch) / f"recording{PurePosixPath(relative).suffix}"
+            file.write_bytes(data)
+            try:
+                load_audio(file)
+            except Exception as exc:  # noqa: BLE001 - whatever the decoder says, the recording is unusable
+                detail = str(exc).replace(str(file), "it").removeprefix("it: ") or type(exc).__name__
+                problems.append(f"{at} cannot be decoded ({detail}); {AGAIN}")
+            finally:
+                file.unlink(missing_ok=True)
+    return problems
+
+
+def verify_export(folder: str | Path) -> list[str]:
+    """The problems of an export folder (see the module doc), one line each; [] when it is as it states."""
+    try:
+        read_hf_export(folder)
+    except ExportNotVerified as exc:
+        return exc.problems
+    except InputError as exc:
+        return [str(exc)]
+    return []
+
+
+def read_hf_export(folder: str | Path, media_root: Path | None = None, *, verify: bool = True) -> HfExport:
+    """Read and validate an export folder (see the module doc); ``verify``: check it against what
+    it states first (:class:`ExportNotVerified` lists every problem)."""
     from workbench.extras import has, missing_extra_message
 
     if not has("pyarrow"):
@@ -146,29 +274,39 @@ def read_hf_export(folder: str | Path, media_root: Path | None = None) -> HfExpo
 
     folder = Path(folder)
     files = _data_files(folder)
+    problems = _verify_files(folder, files) if verify else []
     rows: list[dict[str, Any]] = []
     audio: dict[str, tuple[str, bytes | None]] = {}
     seen: dict[str, str] = {}
-    for path in files:
-        try:
-            table = pq.read_table(path)
-        except (OSError, ValueError) as exc:
-            raise InputError(f"{path}: cannot read the Parquet file ({exc}).") from exc
-        missing = [c for c in REQUIRED if c not in table.column_names]
-        if missing:
-            raise InputError(f"{path}: lacks the column(s) {', '.join(missing)}; not written by "
-                             "`aglw export dataset --format hf`.")
-        for index, record in enumerate(table.to_pylist(), start=1):
-            where = f"{path}, row {index}"
-            row = _row(record, where)
-            if row["key"] in seen:
-                raise InputError(f"{where}, field key: {row['key']!r} repeats the key of {seen[row['key']]}; "
-                                 "keys must be unique.")
-            seen[row["key"]] = where
-            value = record.get("audio")
-            if value and value.get("path"):
-                audio[row["key"]] = (str(value["path"]), value.get("bytes"))
-            rows.append(row)
+    try:
+        for path in files:
+            try:
+                table = pq.read_table(path)
+            except (OSError, ValueError) as exc:
+                raise InputError(f"{path}: cannot read the Parquet file ({exc}).") from exc
+            missing = [c for c in REQUIRED if c not in table.column_names]
+            if missing:
+                raise InputError(f"{path}: lacks the column(s) {', '.join(missing)}; not written by "
+                                 "`aglw export dataset --format hf`.")
+            for index, record in enumerate(table.to_pylist(), start=1):
+                where = f"{path}, row {index}"
+                row = _row(record, where)
+                if row["key"] in seen:
+                    raise InputError(f"{where}, field key: {row['key']!r} repeats the key of {seen[row['key']]}; "
+                                     "keys must be unique.")
+                seen[row["key"]] = where
+                value = record.get("audio")
+                if value and value.get("path"):
+                    audio[row["key"]] = (str(value["path"]), value.get("bytes"))
+                rows.append(row)
+    except InputError as exc:
+        if not problems:
+            raise
+        raise ExportNotVerified(folder, [*problems, str(exc)]) from exc
+    if verify:
+        problems += _verify_recordings(audio, seen)
+    if problems:
+        raise ExportNotVerified(folder, problems)
     table_ = DatasetTable(path=folder, encoding="parquet", column_mapping="hf", rows=rows,
                           line_numbers=list(range(1, len(rows) + 1)))
     return HfExport(folder=folder, files=files, table=table_, media_root=media_root, audio=audio)

@@ -6,7 +6,8 @@ formulas are applied to each distinct value of a column (countries, continents a
 markers repeat a lot), mapped back to the rows with numpy, computed once for every model and
 profile, and aggregated per group with array operations. The formulas themselves stay in
 :mod:`workbench.metrics.core`; :func:`compute_metrics` is this module's
-:func:`metric_inputs` followed by :func:`metrics_of`.
+:func:`metric_inputs` followed by :func:`metrics_of`; ``aglw metrics`` adds :func:`metric_counts`
+(how many answers each metric counted, issue 40).
 """
 
 from __future__ import annotations
@@ -223,6 +224,24 @@ def _distances(records: RecordColumns) -> np.ndarray:
     return distances
 
 
+def _unreadable(records: RecordColumns, distances: np.ndarray) -> np.ndarray:
+    """Per row: the answer's position cannot be read (a coordinate that is no number, such as
+    "٣٫٥", or a latitude beyond ±90), so it has no distance; a refusal has one (10,000 km), and a
+    row whose clip has no position is not the answer's fault. Only rows without a distance are
+    looked at (a stored distance was measured from a readable answer)."""
+    out = np.zeros(len(distances), dtype=bool)
+    todo = np.flatnonzero(np.isnan(distances))
+    if not todo.size or "predicted_latitude" not in records:
+        return out
+    from workbench.metrics.distance import parse_coordinate
+
+    lats, lons = records["predicted_latitude"].tolist(), records["predicted_longitude"].tolist()
+    for index in todo.tolist():
+        lat, lon = parse_coordinate(lats[index]), parse_coordinate(lons[index])
+        out[index] = lat is None or lon is None or abs(lat) > 90
+    return out
+
+
 @dataclass(frozen=True)
 class MetricInputs:
     """Per-row quantities the metrics aggregate: named numpy arrays of equal length."""
@@ -329,8 +348,10 @@ def metric_inputs(
     table = RecordColumns(records)
     keys = _Keys(table)
     cities: dict[str, int] = {}
+    distances = _distances(table)
     columns: dict[str, np.ndarray] = {
-        "distance": _distances(table),
+        "distance": distances,
+        "unreadable": _unreadable(table, distances),
         "refused": _rejections(table, keys),
         "city_true": keys.ids("true_city", core._city_key, cities),
         "city_pred": keys.ids("predicted_city", core._city_key, cities),
@@ -392,6 +413,31 @@ def metrics_of(inputs: MetricInputs, profile: str, model: str | None) -> dict[st
         for kind in ("country", "continent"):
             result[f"{kind}_alias_n"] = int(np.count_nonzero(column[f"{profile}_{kind}_alias"]))
     return result
+
+
+# The metrics whose count can be smaller than n (the others count every answer: the reject rate
+# and the within-k-km rates, where an answer without a distance is a miss).
+_COUNTED_APART = ("distance_error_km", "geoscore_mean", "continent_acc", "country_acc", "city_acc")
+
+
+def metric_counts(inputs: MetricInputs, profile: str) -> dict[str, int]:
+    """How many answers each metric of :func:`metrics_of` was computed on, where fewer than ``n``:
+    ``n_<metric>`` (the mean distance and GeoScore count the answers with a distance; an accuracy
+    those where neither side is missing), and ``n_unreadable``, the answers whose position cannot
+    be read (left out of the mean distance and GeoScore, a miss within every k km)."""
+    n = len(inputs)
+    column = inputs.columns
+    defined = int(np.count_nonzero(~np.isnan(column["distance"])))
+
+    def both(kind: str) -> int:
+        return int(np.count_nonzero((column[f"{kind}_true"] >= 0) & (column[f"{kind}_pred"] >= 0)))
+
+    counted = {"distance_error_km": defined, "geoscore_mean": defined,
+               "continent_acc": both(f"{profile}_continent"), "country_acc": both(f"{profile}_country"),
+               "city_acc": both("city")}
+    counts = {f"n_{key}": counted[key] for key in _COUNTED_APART if counted[key] != n}
+    counts["n_unreadable"] = int(np.count_nonzero(column["unreadable"])) if "unreadable" in column else 0
+    return counts
 
 
 def compute_metrics(

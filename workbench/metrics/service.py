@@ -13,7 +13,7 @@ from sqlalchemy import select
 from storage import Store
 from storage import tables as T
 from workbench.errors import AglwError
-from workbench.metrics.aggregate import map_pairs, map_values, metric_inputs, metrics_of
+from workbench.metrics.aggregate import map_pairs, map_values, metric_counts, metric_inputs, metrics_of
 from workbench.metrics.continents import continent_of_iso
 from workbench.metrics.core import (
     METRIC_KEYS,
@@ -93,7 +93,9 @@ def model_metrics(store: Store, model: str, profile: Profile = "agl1k", *,
     Returns
     -------
     dict
-        The :data:`~workbench.metrics.core.METRIC_KEYS`; where a table applies also
+        The :data:`~workbench.metrics.core.METRIC_KEYS`, ``n_<metric>`` for each metric computed on
+        fewer answers than ``n`` and ``n_unreadable``
+        (:func:`~workbench.metrics.aggregate.metric_counts`); where a table applies also
         ``country_alias_n`` and ``continent_alias_n`` (of the ``n`` answers, how many the table
         turned correct) and ``alias_table`` (its file and aliases).
 
@@ -109,7 +111,9 @@ def model_metrics(store: Store, model: str, profile: Profile = "agl1k", *,
         raise AglwError(f"no predictions for model {model!r} (models: {known})")
     accepted = alias_accepted(store, records, aliases)
     # compute_metrics without its DataFrame: the same inputs, read from the same values.
-    result = metrics_of(metric_inputs(records, (profile,), alias_accepted=accepted), profile, model)
+    inputs = metric_inputs(records, (profile,), alias_accepted=accepted)
+    result = metrics_of(inputs, profile, model)
+    result.update(metric_counts(inputs, profile))  # n_<metric> where fewer than n, n_unreadable (issue 40)
     if accepted is not None and aliases is not None:
         from workbench.metrics.aliased import table_summary
 
