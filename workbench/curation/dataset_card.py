@@ -155,7 +155,7 @@ def _feature_yaml(features: Any) -> list[dict[str, Any]]:
 
     def one(name: str, feature: Any) -> dict[str, Any]:
         if isinstance(feature, hf.Audio):
-            return {"name": name, "dtype": "audio"}
+            return {"name": name, "dtype": "audio" if feature.decode else {"audio": {"decode": False}}}
         if isinstance(feature, hf.List):
             inner = feature.feature
             if isinstance(inner, dict):
@@ -223,6 +223,14 @@ def card_text(name: str, exported: Any, hashes: dict[str, str], made: dict[str, 
         "Load it with `datasets.load_dataset(\"PATH/TO/THIS/FOLDER\")` (split `test`). "
         + ("The recordings are embedded in the Parquet files." if made["embedded_audio"] else
            "The recordings are not embedded: `audio.path` is relative to the folder that held the recordings."),
+        "",
+        "The `audio` column is stored undecoded (`Audio(decode=False)`): each value is `{\"bytes\", \"path\"}`. "
+        "`datasets` 4 and later decode audio only through `torchcodec`, whose build must match your `torch` "
+        "(and FFmpeg's shared libraries); the bytes need neither. Decode them with soundfile: "
+        + ("`samples, rate = soundfile.read(io.BytesIO(row[\"audio\"][\"bytes\"]))`" if made["embedded_audio"] else
+           "`samples, rate = soundfile.read(ROOT / row[\"audio\"][\"path\"])` (ROOT: the folder that held the "
+           "recordings)")
+        + "; where torchcodec works, `ds.cast_column(\"audio\", datasets.Audio())` gives decoders instead.",
         "", "## Provenance", "",
     ]
     for source in exported.provenance:

@@ -3,7 +3,8 @@ dataset folder with a dataset card and Croissant metadata (``design/datasets.md`
 
 ``OUT/data/test-0000i-of-0000n.parquet`` hold one row per clip (in selection order, else in key
 order): the clip's metadata, its recording as an ``Audio`` value (the file's bytes and its path
-relative to the media root; only the path with ``embed_audio=False``), the curation values the
+relative to the media root; only the path with ``embed_audio=False``; stored undecoded, see
+:func:`features`), the curation values the
 project holds (localizability of the selection's run or the latest run, quality flags, the top
 tags of the current tagger run, the speech rule) and ``extra`` (the source's unmapped columns as
 JSON). ``datasets.load_dataset(OUT)`` reads it with no other argument: the card's front matter
@@ -232,7 +233,9 @@ def features(columns: list[str]) -> Any:
 
     text, number = hf.Value("string"), hf.Value("float64")
     kinds: dict[str, Any] = {
-        "audio": hf.Audio(), "derived": hf.List(text), "quality_flags": hf.List(text), "candidate": hf.Value("bool"),
+        # decode=False: datasets 4+ decodes audio only through torchcodec, whose PyPI build must match
+        # the user's torch exactly (and CUDA); the bytes load anywhere and soundfile decodes them (the card)
+        "audio": hf.Audio(decode=False), "derived": hf.List(text), "quality_flags": hf.List(text), "candidate": hf.Value("bool"),
         "speech": hf.Value("bool"),
         "tags": hf.List({"id": text, "name": text, "probability": number}),
     }
