@@ -138,10 +138,14 @@ def select_command(
     run: Optional[int] = typer.Option(None, "--run", help="Curation run id (default: the latest)."),
 ) -> None:
     """Select M clips from a curation run, stratified by speech and continent; stores the selection."""
-    from workbench.curation.selection import make_selection
+    from workbench.curation.stored import run_to_select_from
 
     app = app_context(ctx)
-    result = make_selection(app.store(), size, run_id=run)
+    store = app.store()
+    run_to_select_from(store, run)  # a refusal answers before the curation model (scipy) loads
+    from workbench.curation.selection import make_selection
+
+    result = make_selection(store, size, run_id=run)
     if app.json:
         emit_json({"selection_id": result.selection_id, "run_id": result.run_id, "keys": result.keys,
                    "counts": result.counts, "left_out": result.left_out})
@@ -182,10 +186,11 @@ def export_selection_command(
     no_embed_audio: bool = typer.Option(False, "--no-embed-audio", help="hf: write recording paths, not their bytes."),
 ) -> None:
     """Write a selection as an AGL1K-format CSV (20-name header) plus FILE.manifest.json, or as a Hugging Face dataset."""
-    from workbench.curation.export import export_selection
+    from workbench.curation.stored import selection_to_export
 
     app = app_context(ctx)
     check_choice(format, ("agl1k", "hf"), "--format")
+    selection_to_export(app.store(), selection)  # a refusal answers before the curation model (scipy) loads
     if format == "hf":
         from pathlib import Path
 
@@ -194,6 +199,8 @@ def export_selection_command(
         export_hf_folder(app, Path(file), selection=str(selection) if selection is not None else "latest",
                          embed_audio=not no_embed_audio, force=force)
         return
+    from workbench.curation.export import export_selection
+
     result = export_selection(app.store(), file, selection_id=selection, overwrite=force)
     if app.json:
         emit_json({"csv": str(result.csv_path), "manifest": str(result.manifest_path), "n_rows": result.n_rows,

@@ -36,6 +36,7 @@ from workbench.audio.quality import stored_flag_name
 from workbench.curation import runs
 from workbench.curation.inputs import gather_inputs
 from workbench.curation.model import FitParameters
+from workbench.curation.stored import run_to_select_from, selection_to_export
 from workbench.project import speech_probabilities
 from workbench.speech import is_speech_clip
 from workbench.errors import AglwError
@@ -208,9 +209,8 @@ def make_selection(store: Store, size: int, *, run_id: int | None = None) -> Sel
     Decisions and quality overrules are read as they are now, so a clip
     accepted or rejected after the fit is honoured without a refit.
     """
-    run_id = run_id if run_id is not None else runs.latest_run_id(store)
-    if run_id is None:
-        raise AglwError("no curation run is stored; run `aglw fit` first")
+    # refused (with what to run first) when no run is stored or the run fitted no category
+    run_id = run_to_select_from(store, run_id)
     pool, keys, params = selection_pool(store, run_id)
     try:
         plan = select_clips(pool, size)
@@ -257,14 +257,8 @@ def list_selections(store: Store) -> list[StoredSelection]:
 def stored_selection(session: Any, selection_id: int | None = None) -> Selection:
     """The stored selection ``selection_id`` (default: the latest): what the Selection view,
     ``export selection`` and the cockpit all mean by "the selection"."""
-    query = sql_select(Selection).order_by(Selection.id.desc()).limit(1)
-    if selection_id is not None:
-        query = sql_select(Selection).where(Selection.id == selection_id)
-    row = session.scalars(query).first()
-    if row is None:
-        raise AglwError("no selection is stored; run `aglw select --size M` first" if selection_id is None
-                        else f"no selection {selection_id}")
-    return row
+    selection_id = selection_to_export(session, selection_id)  # refused with what to run first
+    return session.scalars(sql_select(Selection).where(Selection.id == selection_id)).one()
 
 
 def load_selection(store: Store, selection_id: int | None = None) -> SelectionResult:

@@ -213,6 +213,12 @@ def fit(
     -------
     FitResult
         With the diff against the latest stored run (None when there is none).
+
+    Raises
+    ------
+    AglwError
+        A stored fit (not a preview) where no category could be fitted: the message names what
+        is missing and the command that supplies it (:func:`missing_inputs`); nothing is stored.
     """
     params = params or FitParameters()
     if what_if is not None and not preview:
@@ -227,6 +233,11 @@ def fit(
                         quality_flags_now(store, model.quality_thresholds(params)))
     stored_params = {**params.to_dict(), "theta": computed.theta, "alm_model": inputs.alm_model}
     summary = _summary(inputs, computed, params, what_if)
+    if summary["missing"] and not preview:
+        # a run without a category gives every clip l = 0: a selection from it would be empty (issue 40)
+        raise AglwError("no category could be fitted, so no run was stored: missing "
+                        + "; missing ".join(summary["missing"])
+                        + " (`aglw fit --preview` shows the fit without storing it)")
     names = dict(category_names or {})
     categories = [
         CategoryResult(
