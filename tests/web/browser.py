@@ -64,10 +64,13 @@ class Server:
 
     def start(self, timeout_s: float = 120.0) -> Server:
         env = {**os.environ, "AGLW_CACHE_DIR": str(self.cache_dir), "PYTHONUNBUFFERED": "1"}
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        # stderr to a file: a pipe nobody reads would stall a server that logs much
+        self._log = open(self.cache_dir / "serve-stderr.txt", "w+", encoding="utf-8")  # noqa: SIM115
         self.process = subprocess.Popen(
             [sys.executable, "-m", "cli.main", "--db", str(self.db), "--json", "serve", self.study, "--port", "0",
              *self.extra],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+            stdout=subprocess.PIPE, stderr=self._log, text=True, env=env,
             cwd=Path(__file__).resolve().parents[2])
         assert self.process.stdout is not None
         import select as _select
@@ -76,8 +79,7 @@ class Server:
         line = self.process.stdout.readline() if ready else ""
         if not line:
             self.stop()
-            err = self.process.stderr.read() if self.process.stderr else ""
-            raise AssertionError(f"aglw serve printed no ready line: {err[-2000:]}")
+            raise AssertionError(f"aglw serve printed no ready line: {self.stderr()[-2000:]}")
         self.ready = json.loads(line)
         self.url = self.ready["url"].rstrip("/")
         return self
@@ -87,14 +89,23 @@ class Server:
         parts = urlsplit(self.url)
         return f"{parts.scheme}://{parts.netloc}"
 
+    def stderr(self) -> str:
+        """What the server said on stderr so far."""
+        return (self.cache_dir / "serve-stderr.txt").read_text(encoding="utf-8", errors="replace")
+
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        if self.process is not None:
+            if self.process.poll() is None:
+                self.process.send_signal(signal.SIGINT)
+                try:
+                    self.process.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    self.process.kill()
+                    self.process.wait()
+            if self.process.stdout is not None:
+                self.process.stdout.close()
+        if getattr(self, "_log", None) is not None:
+            self._log.close()
 
     def __enter__(self) -> Server:
         return self.start()
