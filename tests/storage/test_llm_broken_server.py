@@ -91,27 +91,34 @@ def test_alm_run_against_a_server_failing_everything_stops_in_one_line_and_a_rer
         assert s.execute(select(func.count()).select_from(AlmAnswer).where(AlmAnswer.status == "ok")).scalar() == 8
 
 
-def test_at_concurrency_the_answers_in_flight_are_stored_and_the_requests_stay_bounded(alm, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_at_concurrency_the_answers_in_flight_are_stored_and_the_requests_stay_bounded(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     concurrency = 4
-    with FakeOpenAIServer(models=[MODEL]) as server:
-        _register(server, alm)
-        for key in alm.keys[2:]:
-            server.behave(key, "always_fail")
-        rc = main(alm_argv(alm, server.base_url, "--concurrency", str(concurrency)))
-        sent = len(server.model_requests)
-    err = capsys.readouterr().err
-    assert rc == 1 and len(lines(err)) == 1 and f"{THRESHOLD} clips in a row" in err and "HTTP 500" in err
-    assert sent <= 2 + (THRESHOLD + concurrency - 1) * ALM_ATTEMPTS
-    with alm.store.session() as s:
-        statuses = s.execute(select(AlmAnswer.status)).scalars().all()
-        job = s.execute(select(AlmJob.status)).scalar_one()
-    assert statuses == ["ok", "ok"]  # the two answers are kept; no failed answer for the server's faults
-    assert job == "failed"
+    write_alm_config(timeout=5.0)
+    project = make_project(tmp_path, n=16)
+    try:
+        with FakeOpenAIServer(models=[MODEL], slow_s=1.5) as server:
+            _register(server, project)
+            server.behave(project.keys[0], "slow")  # still in flight when the run stops: stored
+            for key in project.keys[2:]:
+                server.behave(key, "always_fail")
+            rc = main(alm_argv(project, server.base_url, "--concurrency", str(concurrency)))
+            sent = len(server.model_requests)
+        err = capsys.readouterr().err
+        assert rc == 1 and len(lines(err)) == 1 and f"{THRESHOLD} clips in a row" in err and "HTTP 500" in err
+        assert sent <= 2 + (THRESHOLD + concurrency - 1) * ALM_ATTEMPTS  # before: 2 + 14 x 4
+        with project.store.session() as s:
+            answers = s.execute(select(AlmAnswer.clip_key, AlmAnswer.status)).all()
+            job = s.execute(select(AlmJob.status)).scalar_one()
+        # The two answers are kept, the slow one included; no failed answer for the server's faults.
+        assert sorted(answers) == sorted([(project.keys[0], "ok"), (project.keys[1], "ok")])
+        assert job == "failed"
 
-    with FakeOpenAIServer(models=[MODEL]) as healthy:
-        _register(healthy, alm)
-        assert main(alm_argv(alm, healthy.base_url, "--concurrency", str(concurrency))) == 0
-        assert sorted(r.key for r in healthy.model_requests) == sorted(alm.keys[2:])  # only the rest is asked
+        with FakeOpenAIServer(models=[MODEL]) as healthy:
+            _register(healthy, project)
+            assert main(alm_argv(project, healthy.base_url, "--concurrency", str(concurrency))) == 0
+            assert sorted(r.key for r in healthy.model_requests) == sorted(project.keys[2:])  # only the rest is asked
+    finally:
+        project.store.dispose()
 
 
 def test_fewer_clips_than_the_threshold_fail_one_by_one(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
@@ -127,6 +134,22 @@ def test_fewer_clips_than_the_threshold_fail_one_by_one(tmp_path, capsys) -> Non
             assert s.execute(select(AlmAnswer.status)).scalars().all() == ["failed"] * (THRESHOLD - 1)
     finally:
         project.store.dispose()
+
+
+def test_an_answer_between_failures_ends_the_run_of_failures(alm, capsys) -> None:  # type: ignore[no-untyped-def]
+    with FakeOpenAIServer(models=[MODEL]) as server:
+        _register(server, alm)
+        for i, key in enumerate(alm.keys):
+            if i != 3:
+                server.behave(key, "always_fail")
+        rc = main(alm_argv(alm, server.base_url, "--concurrency", "1"))
+        sent = len(server.model_requests)
+    err = capsys.readouterr().err
+    assert rc == 1 and "in a row" not in err  # 3 failures, an answer, 4 failures: never 5 in a row
+    assert sent == 7 * ALM_ATTEMPTS + 1
+    with alm.store.session() as s:
+        statuses = sorted(s.execute(select(AlmAnswer.status)).scalars().all())
+    assert statuses == ["failed"] * 7 + ["ok"]  # the failures held back are stored once the run goes on
 
 
 def test_judge_against_a_server_failing_every_message_stops_in_one_line_and_a_rerun_resumes(  # type: ignore[no-untyped-def]
@@ -161,7 +184,7 @@ def test_judge_against_a_server_failing_everything_names_the_status_in_words(  #
         rc = main(["--db", str(sqlite_path), "judge", "--judges", "haiku", "--base-url", api.base_url])
     err = capsys.readouterr().err
     assert rc == 1 and len(lines(err)) == 1, err
-    assert "HTTP 500" in err and "Internal server error" in err and "api_error" in err
+    assert "HTTP 500" in err and "Internal server error (api_error)" in err and "Nothing was asked" in err
     assert "{'" not in err and "Error code" not in err  # before: Error code: 500 - {'type': 'error', ...}
     assert _count(store, JudgeRun) == 0
 
@@ -186,7 +209,7 @@ def test_a_judge_failure_stored_per_clip_is_in_words(store, sqlite_path, monkeyp
 
 def test_alm_run_against_a_slow_server_is_one_line_naming_the_time_out(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     write_alm_config(timeout=0.3)
-    project = make_project(tmp_path, n=8)
+    project = make_project(tmp_path, n=12)
     concurrency = 4
     try:
         with FakeOpenAIServer(models=[MODEL], delay_s=3.0) as server:
@@ -196,7 +219,7 @@ def test_alm_run_against_a_slow_server_is_one_line_naming_the_time_out(tmp_path,
         assert rc == 1 and len(lines(err)) == 1, err  # before: a line per clip
         assert "time-out of 0.3 s" in err and "timeout_s" in err and "alm.toml" in err
         assert f"{THRESHOLD} clips in a row" in err
-        assert sent <= (THRESHOLD + concurrency - 1) * ALM_ATTEMPTS
+        assert sent <= (THRESHOLD + concurrency - 1) * ALM_ATTEMPTS  # before: 12 x 4
         assert _count(project.store, AlmRun) == 0 and _count(project.store, AlmAnswer) == 0
     finally:
         project.store.dispose()

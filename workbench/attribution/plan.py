@@ -137,8 +137,7 @@ def verify_models(plans: list[JudgePlan], providers: dict[str, JudgeProvider]) -
                 if not exc.transient:
                     raise
                 # A time-out or a 5xx is named as such (never as a model missing from the list).
-                raise RunStopped(f"reading the model list of {where} failed: {exc}. Nothing was asked; "
-                                 "rerun when the server answers") from None
+                raise RunStopped(f"{where}: {exc}. Nothing was asked; rerun when the server answers") from None
         models = listed[id(provider)]
         if plan.judge.model not in models:
             near = sorted(m for m in models if m.split("-")[:2] == plan.judge.model.split("-")[:2])[:5]

@@ -314,7 +314,8 @@ class AnthropicProvider:
             models = self._call(lambda: list(self.client.models.list(limit=1000)))
             return {_expect_object(model, "id", "the model list").id for model in models}
         except ProviderCallError as exc:
-            raise ProviderCallError(f"reading the models list failed: {exc}", connection=exc.connection) from None
+            raise ProviderCallError(f"reading the models list failed: {exc}", connection=exc.connection,
+                                    transient=exc.transient) from None
 
     def complete(self, request: JudgeRequest, *, on_body: Callable[[bytes], None] | None = None) -> ProviderReply:
         """Send one request; ``on_body`` gets the raw body before the SDK parses it (the journal)."""
