@@ -18,9 +18,17 @@
 
   play.addEventListener("click", function () {
     if (sound) { sound.pause(); }
-    sound = new Audio("/hp/" + trial + ".wav");
+    var mine = sound = new Audio("/hp/" + trial + ".wav");
+    status.textContent = "";
     var started = sound.play();
-    if (started && started.catch) { started.catch(function () { status.textContent = "The tones could not be played; press Play again."; }); }
+    if (started && started.catch) {
+      started.catch(function (err) {
+        // a play interrupted by the answer (AbortError) is no failure
+        if (mine === sound && !(err && err.name === "AbortError")) {
+          status.textContent = "The tones could not be played; press Play again.";
+        }
+      });
+    }
     enable(true);  // answering is allowed once the trial's tones were asked for
   });
 

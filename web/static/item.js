@@ -34,7 +34,12 @@
   function togglePlay() {
     if (audio.paused) {
       var started = audio.play();
-      if (started && started.catch) { started.catch(function () { say("The recording could not be played; try again.", "bad"); }); }
+      if (started && started.catch) {
+        started.catch(function (err) {
+          // a play interrupted by a pause (AbortError) is no failure
+          if (!(err && err.name === "AbortError")) { say("The recording could not be played; try again.", "bad"); }
+        });
+      }
     } else {
       audio.pause();
     }
@@ -136,12 +141,19 @@
     reveal.setAttribute("data-testid", "reveal");
     reveal.className = "reveal-text";
     reveal.appendChild(text("h2", "It was recorded in " + r.place));
+    var legend = document.createElement("p");
+    legend.className = "legend";
+    [["truth", "the place"], ["guess", "your guess"], ["model", "the models"]].forEach(function (entry) {
+      var key = text("span", entry[1], "key " + entry[0]);
+      legend.appendChild(key);
+    });
+    reveal.appendChild(legend);
     reveal.appendChild(text("p", "Your error: " + r.error));
     var list = document.createElement("ul");
     r.models.forEach(function (m) { list.appendChild(text("li", m.model + ": " + m.error)); });
     if (r.models.length) { reveal.appendChild(text("p", "The models on this clip:")); reveal.appendChild(list); }
     var score = r.score;
-    reveal.appendChild(text("p", "Your mean error so far: " + score.mean_error + " (n = " + score.n + " clips)."));
+    reveal.appendChild(text("p", "Your mean error so far: " + score.mean_error + " (n = " + score.n + ")."));
     score.beats.forEach(function (b) {
       reveal.appendChild(text("p", "You were closer than " + b.model + " on " + b.wins + " of " + b.n + " clips."));
     });
