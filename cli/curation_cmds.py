@@ -101,6 +101,11 @@ def _print_fit(result: Any) -> None:
     )
     for reason in summary.get("missing", []):
         say(f"no category could be fitted; missing {reason}")
+    pool = summary.get("quality_pool") or {}
+    show(f"quality: {summary.get('n_quality_flagged', 0)} of the {summary['n_clips']} clips flagged"
+         + (f"; {pool['why_not']}" if pool.get("why_not") else
+            f"; low_complexity below ACI {pool['cut_off']:.4g}, percentile {pool['percentile']:g} of {pool['clips']} "
+            f"{pool['what']}" if pool.get("cut_off") is not None else ""))
     calibration = summary["theta_calibration"]
     if calibration["theta"] is not None:
         show(

@@ -113,6 +113,10 @@ def test_clips_show_the_review_window_select_fit_and_export_give_one_answer(demo
     finally:
         store.dispose()
 
+    # fit says how many clips it flagged and why the pool-relative flag was not raised
+    fitted = _run(capsys, "--db", db, "fit", "--preview")
+    assert "quality: 1 of the 4 clips flagged; low_complexity not raised: 4 analysed clips" in fitted
+
     # select names every clip it leaves out (--json; -v in text), not only the accepted ones
     chosen = json.loads(_run(capsys, "--db", db, "--json", "select", "--size", "1"))
     left = {entry["key"]: entry for entry in chosen["left_out"]}

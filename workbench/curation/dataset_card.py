@@ -81,7 +81,8 @@ DESCRIPTIONS: dict[str, str] = {
     "speech": "speech clip by the workbench's rule (human_sounds >= 0.1 or the Speech tag >= 0.15); null when unknown",
     "localizability": "Audio Localizability of the clip in the curation run",
     "candidate": "whether the curation run made the clip a candidate",
-    "quality_flags": "quality filters the clip fails that no expert overruled",
+    "quality_flags": "quality filters the clip fails at export, with the curation run's cut-offs, that no expert "
+                     "overruled (low_complexity only in a pool of at least 50 clips with a measured ACI)",
     "tags": "the top EfficientAT AudioSet tags of the clip (id, name, probability)",
 }
 _CROISSANT_TYPES = {"string": "sc:Text", "float64": "sc:Float", "bool": "sc:Boolean"}
@@ -255,7 +256,7 @@ def card_text(name: str, exported: Any, hashes: dict[str, str], made: dict[str, 
         lines.append("No selection: " + ("the whole dataset." if len(exported.provenance) == 1 else "chosen clips."))
     if exported.run:
         r = exported.run
-        lines.append(f"Curation values (`localizability`, `candidate`, `quality_flags`) from curation run {r['id']} "
+        lines.append(f"Curation values (`localizability`, `candidate`; `quality_flags` with its cut-offs) from curation run {r['id']} "
                      f"(input fingerprint {_code(r['input_fingerprint'])}; parameters "
                      f"{_code(json.dumps(r['parameters'], ensure_ascii=False, sort_keys=True))}).")
     if exported.tagger_run_id is not None:
