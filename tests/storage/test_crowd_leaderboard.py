@@ -303,3 +303,21 @@ def test_leaderboard_cli_crowd_rows_common_and_compare(tmp_path, capsys) -> None
     assert "mean over its answers" in capsys.readouterr().out
     assert main(["--db", db, "compare", "--models", "human (nobody),A"]) == 1
     assert "no answers for row(s) 'human (nobody)'" in capsys.readouterr().err
+
+
+def test_practice_guesses_are_never_scored(crowd) -> None:  # type: ignore[no-untyped-def]
+    from workbench.studies import web_session, web_study
+    from workbench.studies.crowd import crowd_records
+
+    store, _ = crowd
+    study, _ = web_study.create_study(store, "crowd-2", clips=["c0"], practice="c3", per_participant=1,
+                                      headphone_check="off")
+    study, (nonce,) = web_study.invite(store, "crowd-2", 1)
+    pid = web_session.enter_by_invite(store, study, nonce)
+    state = web_session.consent(store, study, pid)
+    while state.stage == "items":
+        assert state.item is not None
+        state = web_session.submit(store, study, pid, state.item.item_id,
+                                   web_session.check_answer({"latitude": 1.0, "longitude": 2.0})).state
+    records = crowd_records(store, "crowd-2")
+    assert [r["question_id"] for r in records] == ["c0"]  # the practice clip c3 was answered, not scored
