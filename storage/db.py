@@ -239,9 +239,13 @@ def check_sqlite_file(path: Path) -> None:
 def _foreign_tables(path: Path) -> set[str]:
     """The tables of the SQLite file ``path`` that show it is another program's database (none when
     it holds an AGL Workbench schema revision, or no table at all), read on a read-only connection:
-    a file refused for them is left byte for byte as it was (no journal mode, no side file)."""
-    uri = sqlite_read_only_uri(path, force=True)
-    assert uri is not None  # the file exists: check_sqlite_file read its header
+    a file refused for them is left byte for byte as it was (no journal mode, no side file).
+
+    With no ``-wal`` or ``-journal`` beside it, the file alone holds every commit and is read as
+    immutable: a WAL file gets no ``-shm`` or ``-wal`` made beside it either."""
+    uri = f"file:{quote(str(path))}?mode=ro"
+    if not any(path.with_name(path.name + side).exists() for side in ("-wal", "-journal")):
+        uri += "&immutable=1"
     try:
         conn = sqlite3.connect(uri, uri=True)
     except sqlite3.Error:

@@ -31,8 +31,9 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _foreign_sqlite(path: Path) -> Path:
+def _foreign_sqlite(path: Path, journal_mode: str = "delete") -> Path:
     conn = sqlite3.connect(path)
+    conn.execute(f"PRAGMA journal_mode={journal_mode}")
     conn.execute("CREATE TABLE notes (x TEXT)")
     conn.execute("INSERT INTO notes VALUES ('hi')")
     conn.commit()
@@ -40,16 +41,16 @@ def _foreign_sqlite(path: Path) -> Path:
     return path
 
 
-def test_a_foreign_sqlite_file_is_refused_byte_identical(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
-    other = _foreign_sqlite(tmp_path / "other.sqlite")
+@pytest.mark.parametrize("journal_mode", ["delete", "wal"])
+def test_a_foreign_sqlite_file_is_refused_byte_identical(tmp_path: Path, capsys, journal_mode: str) -> None:  # type: ignore[no-untyped-def]
+    other = _foreign_sqlite(tmp_path / "other.sqlite", journal_mode)
     before = _digest(other)
     assert main(["--db", str(other), "clips", "list"]) == 1
     err = capsys.readouterr().err
     assert "holds tables (notes" in err and "not an AGL Workbench project" in err, err
     assert len(err.strip().splitlines()) == 1
     assert _digest(other) == before
-    with sqlite3.connect(other) as conn:
-        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    assert other.read_bytes()[18:20] == (b"\x01\x01" if journal_mode == "delete" else b"\x02\x02")  # its journal mode
     assert sorted(p.name for p in tmp_path.iterdir()) == ["other.sqlite"]  # no -wal, -shm or backup
     with pytest.raises(StoreError, match="not an AGL Workbench project"):
         open_store(other)
