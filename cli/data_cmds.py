@@ -471,7 +471,7 @@ def compare_cmd(
         table.add_row(header(row["metric"]), count(row["n"]), _format(row["metric"], row["a"]),
                       _format(row["metric"], row["b"]), difference, test, p, p_holm)
     show(table, min_width=160)
-    if "n_answers" in result:
+    if "n_answers" in result and max(result["n_answers"]) > result["n_common"]:
         (name_a, name_b), (n_a, n_b) = result["models"], result["n_answers"]
         show(escape(f"answers on those clips: {name_a} {count(n_a)}, {name_b} {count(n_b)}; a clip's score is the "
                     "mean over its answers"))
