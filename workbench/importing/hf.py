@@ -245,7 +245,9 @@ def _verify_recordings(audio: dict[str, tuple[str, bytes | None]], where: dict[s
             try:
                 load_audio(file)
             except Exception as exc:  # noqa: BLE001 - whatever the decoder says, the recording is unusable
-                detail = str(exc).replace(str(file), "it").removeprefix("it: ") or type(exc).__name__
+                detail = str(exc).replace(f"{file}: ", "").replace(str(file), "it") or type(exc).__name__
+                if isinstance(exc, InputError) and "; " in detail:
+                    detail = detail.rsplit("; ", 1)[0]  # the decoder's advice is for a file; ours follows
                 problems.append(f"{at} cannot be decoded ({detail}); {AGAIN}")
             finally:
                 file.unlink(missing_ok=True)
