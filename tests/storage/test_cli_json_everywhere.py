@@ -51,6 +51,20 @@ def workspace(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-unty
 
     root = tmp_path_factory.mktemp("everywhere")
     demo = create_demo_project(root / "demo")
+    # DEMO-0001 clips (an absolute flag to overrule: the demo's pool of 4 raises no low_complexity)
+    from sqlalchemy import update
+    from sqlmodel import select
+
+    from storage import open_store
+    from storage.models import Clip, ClipQuality
+
+    store = open_store(demo.db_path)
+    try:
+        with store.write() as s:
+            clip_id = s.exec(select(Clip.id).where(Clip.key == "DEMO-0001")).one()
+            s.execute(update(ClipQuality).where(ClipQuality.clip_id == clip_id).values(clipping_ratio=0.01))
+    finally:
+        store.dispose()
     models = root / "models"
     models.mkdir()
     torch.save(calibrated_model("mn01", seed=3).state_dict(), models / "mn01_as.pt")
@@ -108,9 +122,9 @@ def commands(w: dict, run: str, api_url: str) -> dict[str, list[str]]:
         "export predictions": [str(out / "predictions.jsonl"), "--model", "DEMO-ALM (synthetic reasoning)"],
         **_events_commands(out),
         **_study_commands(out, api_url),
-        # DEMO-0001 has the demo pool's lowest ACI (low_complexity)
-        "quality overrule": ["--clip", "DEMO-0001", "--flag", "low_complexity", "--note", "kept"],
-        "quality restore": ["--clip", "DEMO-0001", "--flag", "low_complexity"],
+        # DEMO-0001 clips (the workspace fixture)
+        "quality overrule": ["--clip", "DEMO-0001", "--flag", "clipping", "--note", "kept"],
+        "quality restore": ["--clip", "DEMO-0001", "--flag", "clipping"],
     }
 
 
