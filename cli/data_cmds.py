@@ -95,6 +95,11 @@ def import_dataset_cmd(
     ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Validate and report; store nothing."),
     name: Optional[str] = typer.Option(None, "--name", help="Dataset name (default: the file or folder name)."),
+    verify: bool = typer.Option(
+        True, "--verify/--no-verify",
+        help="hf: check the export against what it states first (croissant.json, every file's SHA-256, every "
+             "embedded recording decodable); --no-verify imports it as it is, with a warning.",
+    ),
 ) -> None:
     """Import a dataset; all or nothing. Creates the project file if it does not exist."""
     from cli.context import check_choice, usage_error
@@ -113,15 +118,22 @@ def import_dataset_cmd(
             f"importing {file.name}",
             lambda task: import_dataset(
                 store, file, format=format, name=name, mapping=mapping, media_root=media_root, dry_run=dry_run,
-                task=task,
+                verify=verify, task=task,
             ),
         ).value
-    except BaseException:
+    except BaseException as exc:
         # All or nothing: a failed first import leaves no empty project file behind either.
         if new_file is not None:
             app.close()
             for leftover in (new_file, *(new_file.with_name(new_file.name + s) for s in ("-wal", "-shm"))):
                 leftover.unlink(missing_ok=True)
+        problems = getattr(exc, "problems", None)  # an hf export not as it states: one line per problem
+        if isinstance(exc, AglwError) and problems:
+            for problem in problems:
+                say(problem)
+            if app.json:
+                emit_json({"error": exc.summary, "problems": problems, "exit_code": 1})  # type: ignore[attr-defined]
+            raise AglwError(exc.summary) from exc  # type: ignore[attr-defined]
         raise
     _show_report(report, app.json)
 
