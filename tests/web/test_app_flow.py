@@ -213,3 +213,31 @@ def test_no_hidden_value_of_any_clip_reaches_the_participant(project: Path, temp
         assert revealed
     assert count(store, G) == 4
     store.dispose()
+
+
+def test_the_first_clip_page_with_its_map_weighs_under_400_kb(project: Path, template: Path) -> None:
+    """design/web-study.md, Targets: the first page load, map included, at most 400 kB (before the audio)."""
+    store, _ = new_study(project, "s1", per_participant=1, headphone_check="off")
+    walker = invited(store, "s1", app_for(store, "s1", template / "cache"))
+    walker.consent()
+    page = walker.page()
+    assert 'class="land" d="M' in page.text  # the coastlines are in it
+    assets = re.findall(r'(?:src|href)="(/static/[^"]+)"', page.text)
+    assert {"/static/map.js", "/static/item.js", "/static/study.css"} <= set(assets)
+    total = len(page.content) + sum(len(walker.client.get(path).content) for path in assets)
+    assert total <= 400_000, f"{total:,} bytes"
+    store.dispose()
+
+
+def test_a_worker_builds_its_app_from_the_environment(project: Path, template: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """`aglw serve --workers N`: each uvicorn worker makes the same app from what serve put in the environment."""
+    from web.server import app_from_environment
+
+    store, _ = new_study(project, "s1", per_participant=1, headphone_check="off")
+    for name, value in {"AGLW_WEB_DB": str(project), "AGLW_WEB_STUDY": "s1",
+                        "AGLW_WEB_CACHE": str(template / "cache"), "AGLW_WEB_SECURE_COOKIES": "1"}.items():
+        monkeypatch.setenv(name, value)
+    walker = invited(store, "s1", app_from_environment())
+    header = next(data.decode() for what, data in walker.received if what.startswith("headers of GET /i/"))
+    assert "; secure" in header.lower()
+    store.dispose()
