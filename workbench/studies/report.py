@@ -55,6 +55,7 @@ class StudyReport:
     tables: list[str] = field(default_factory=list)
     methods: str = ""
     alt_tests: list[dict] = field(default_factory=list)
+    crowd: list[dict] = field(default_factory=list)  # per web study: its flow and the crowd vs the models
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -365,6 +366,15 @@ def write_report(
         humans = pd.DataFrame(localizers.human_leaderboard(store))
         if not humans.empty:
             tables["human_localizers"] = (humans, "Humans as localizers (leaderboard metrics)")
+        from workbench.studies import report_crowd
+
+        crowd = report_crowd.crowd_parts(store)  # every web study: its flow, the crowd vs the models
+        if crowd:
+            tables["crowd_flow"] = (report_crowd.flow_frame(crowd), "Web studies: every count of the participant flow")
+            tables["crowd_participants"] = (report_crowd.participants_frame(crowd),
+                                            "Web studies: every participant (pseudonyms), status and exclusion")
+            tables["crowd_vs_models"] = (report_crowd.comparison_frame(crowd),
+                                         "Web studies: the crowd vs each model on the clips both answered")
         try:
             plan, plan_frame = planning.plan_table(store)
         except InputError:
@@ -447,6 +457,9 @@ def write_report(
             shown = humans[[c for c in ("model", "n", "distance_error_km", "geoscore_mean", "country_acc",
                                         "continent_acc", "mean_confidence") if c in humans.columns]]
             sections.append("<h2>Humans as localizers</h2>" + _table_html(shown, tables["human_localizers"][1]))
+        crowd_section, crowd_figures = report_crowd.crowd_html(crowd, _table_html, _figure_html, _missing_html)
+        sections.append(crowd_section)
+        n_figures += crowd_figures
         if plan_frame is not None:
             done = plan_frame.groupby("pseudonym")["done"].agg(["size", "sum"]).reset_index()
             done.columns = ["annotator", "assigned", "done"]
@@ -464,7 +477,8 @@ def write_report(
         (staging / REPORT).write_text(document, encoding="utf-8")
         report = StudyReport(out=str(out), created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                              alm_model=data.alm_model, epsilon=epsilon, alpha=alpha, bootstrap=bootstrap, seed=seed,
-                             n_figures=n_figures, tables=written, methods=methods, alt_tests=alt_rows)
+                             n_figures=n_figures, tables=written, methods=methods, alt_tests=alt_rows,
+                             crowd=[part.to_dict() for part in crowd])
         (staging / "report.json").write_text(json.dumps(_finite(report.to_dict()), indent=2, default=str,
                                                         ensure_ascii=False, allow_nan=False), encoding="utf-8")
     if task is not None:
