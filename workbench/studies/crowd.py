@@ -61,55 +61,61 @@ def _unit(lat: float, lon: float) -> np.ndarray:
     return np.array([math.cos(phi) * math.cos(lam), math.cos(phi) * math.sin(lam), math.sin(phi)])
 
 
-def _angles(x: np.ndarray, points: np.ndarray) -> np.ndarray:
-    # atan2 of the cross and dot products: exact near 0 and pi, where arccos of the dot is not.
-    return np.arctan2(np.linalg.norm(np.cross(points, x), axis=1), points @ x)
+def _tangents(x: np.ndarray, points: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """At ``x``: each point's tangent component, its length (the sine) and the angle to it (radians).
+
+    The angle as atan2 of sine and cosine: exact near 0 and pi, where arccos of the dot is not.
+    """
+    dots = points @ x
+    tangent = points - np.outer(dots, x)
+    sines = np.sqrt(np.einsum("ij,ij->i", tangent, tangent))
+    return tangent, sines, np.arctan2(sines, dots)
 
 
-def _pull(x: np.ndarray, points: np.ndarray, far: np.ndarray) -> np.ndarray:
-    """Sum of the unit tangent vectors at ``x`` toward the points (``far``: those not at ``x``)."""
-    tangent = points[far] - np.outer(points[far] @ x, x)
-    norms = np.linalg.norm(tangent, axis=1)
-    return (tangent[norms > 0] / norms[norms > 0, None]).sum(axis=0)
+def _pull(tangent: np.ndarray, sines: np.ndarray, far: np.ndarray) -> np.ndarray:
+    """Sum of the unit tangent vectors toward the points ``far`` (those not at the current point)."""
+    far = far & (sines > 0)
+    return (tangent[far] / sines[far, None]).sum(axis=0)
 
 
-def geometric_median(positions: Sequence[tuple[float, float]], *, tolerance_rad: float = 1e-13,
+def geometric_median(positions: Sequence[tuple[float, float]], *, tolerance_rad: float = 1e-9,
                      max_steps: int = 10_000) -> tuple[float, float]:
     """The point (lat, lon in degrees) minimizing the summed great-circle distance to ``positions``.
 
-    Weiszfeld's iteration on the sphere (each step moves along the mean of the unit tangents toward
-    the points, weighted by 1/distance, through the exponential map), started at the best of the
-    points themselves; a point of the data is the answer when the pull of the others is no stronger
+    Weiszfeld's iteration on the sphere (each step moves along the mean of the tangent vectors
+    toward the points, weighted by 1/distance, through the exponential map; it stops when a step
+    is under ``tolerance_rad``, 1e-9 rad = 6 mm), started at the best of the points
+    themselves; a point of the data is the answer when the pull of the others is no stronger
     than the points sitting there (the first-order condition of the sum of distances). With two
     distinct points every point between them is a minimum: the first of them is returned.
     """
     if not positions:
         raise ValueError("the geometric median of no position")
     points = np.array([_unit(lat, lon) for lat, lon in positions])
-    sums = [float(_angles(p, points).sum()) for p in points]
+    # the best data point, by all pairwise angles at once (its choice needs no precision near 0)
+    sums = np.arccos(np.clip(points @ points.T, -1.0, 1.0)).sum(axis=1)
     start = int(np.argmin(sums))
     x = points[start]
-    here = _angles(x, points) < 1e-12
-    if np.linalg.norm(_pull(x, points, ~here)) <= here.sum() + 1e-12:
-        best = x
-    else:
+    tangent, sines, theta = _tangents(x, points)
+    here = theta < 1e-12
+    pull = _pull(tangent, sines, ~here)
+    best = x
+    if np.linalg.norm(pull) > here.sum() + 1e-12:
         # Leave the data point along the pull (Weiszfeld's step is undefined at a data point).
-        pull = _pull(x, points, ~here)
         x = math.cos(1e-6) * x + math.sin(1e-6) * pull / np.linalg.norm(pull)
         for _ in range(max_steps):
-            theta = _angles(x, points)
+            tangent, sines, theta = _tangents(x, points)
             if (theta < 1e-15).any():
                 break
-            tangent = points - np.outer(points @ x, x)
-            norms = np.linalg.norm(tangent, axis=1)
-            logs = tangent * (theta / np.where(norms > 0, norms, 1.0))[:, None]  # log map of each point at x
-            step = (logs / theta[:, None]).sum(axis=0) / (1.0 / theta).sum()
+            # log map of each point at x: its tangent scaled to the angle; weights 1/angle
+            step = (tangent / sines[:, None]).sum(axis=0) / (1.0 / theta).sum()
             size = float(np.linalg.norm(step))
             if size < tolerance_rad:
                 break
             x = math.cos(size) * x + math.sin(size) * step / size
             x /= np.linalg.norm(x)
-        best = x if float(_angles(x, points).sum()) <= sums[start] else points[start]
+        if float(_tangents(x, points)[2].sum()) <= float(_tangents(best, points)[2].sum()):
+            best = x
     lat = math.degrees(math.asin(max(-1.0, min(1.0, float(best[2])))))
     lon = math.degrees(math.atan2(float(best[1]), float(best[0]))) if abs(lat) < 90.0 - 1e-12 else 0.0
     return lat, lon
