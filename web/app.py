@@ -198,6 +198,20 @@ def create_app(
         shown = web_session.reveal(store, study, participant_id, request.path_params["item_id"])
         return JSONResponse(pages.reveal_payload(shown, None), headers={"cache-control": "no-store"})
 
+    def reveal_page(request: Request) -> Response:
+        # game mode: the reveal has its own address, so a reload after the guess shows it again
+        participant_id = guard.participant(request)
+        item_id = request.path_params["item_id"]
+        if study.mode != "game":
+            raise HTTPException(404, "There is no such page.")
+        item_clip(participant_id, item_id)
+        try:
+            web_session.reveal(store, study, participant_id, item_id)
+        except web_session.NotAllowed:
+            return RedirectResponse("/", status_code=303)  # not answered yet: the item itself
+        state = web_session.state(store, study, participant_id)
+        return render.revealed(request, state, participant_id, item_id)
+
     def favicon(request: Request) -> Response:
         return Response(status_code=204, headers={"cache-control": "public, max-age=86400"})
 
@@ -211,6 +225,7 @@ def create_app(
         Route("/audio/{item_id}", audio),
         Route("/api/submit", submit, methods=["POST"]),
         Route("/api/reveal/{item_id}", reveal),
+        Route("/reveal/{item_id}", reveal_page),
         Route("/favicon.ico", favicon),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]

@@ -123,6 +123,18 @@ class Renderer:
             progress = ("Practice clip (not scored)" if item.kind == "practice"
                         else f"{item.position} of {item.total}")
             return self.page(request, "item.html", csrf=csrf, item=item, progress=progress, land=land_path())
+        return self.end(request, participant_id, store)
+
+    def revealed(self, request: Request, state: web_session.State, participant_id: int, item_id: str) -> Response:
+        """Game mode's clip page after her stored guess (its script fetches the reveal and shows it)."""
+        # answers are stored in her order, so the item just answered is the last one done
+        progress = f"{state.done} of {state.total}" if state.done else "Practice clip (not scored)"
+        item = web_session.Item(item_id=item_id, position=state.done, total=state.total, kind="item", answered=True)
+        return self.page(request, "item.html", csrf=tokens.csrf_token(self.study, participant_id), item=item,
+                         progress=progress, land=land_path(), revealed=True)
+
+    def end(self, request: Request, participant_id: int, store: Store) -> Response:
+        """The end: straight back to the panel, or the completion code with her own summary."""
         if self.study.completion_url and not self.study.completion_code:
             # the panel's own page records the completion
             return RedirectResponse(self.study.completion_url, status_code=303, headers=NO_STORE)

@@ -147,6 +147,7 @@ def test_study_mode_never_reveals(project: Path, template: Path) -> None:
     stored = walker.guess(item)
     assert "reveal" not in stored.json()
     assert walker.get(f"/api/reveal/{item}").status_code == 409
+    assert walker.get(f"/reveal/{item}").status_code == 404
     store.dispose()
 
 
@@ -159,11 +160,17 @@ def test_game_mode_reveals_only_after_the_guess_is_stored(project: Path, templat
     assert before.status_code == 409 and "latitude" not in before.text
     assert walker.guess(item, latitude=91).status_code == 400  # not stored: nothing revealed
     assert walker.get(f"/api/reveal/{item}").status_code == 409
+    early = walker.client.get(f"/reveal/{item}", follow_redirects=False)
+    assert early.status_code == 303 and early.headers["location"] == "/"
     stored = walker.guess(item).json()
     reveal = stored["reveal"]
     assert reveal["place"] and reveal["error"].endswith("km") and reveal["models"]
     assert reveal["models"][0]["model"].startswith("DEMO-ALM") and reveal["score"]["n"] == "1"
     assert walker.get(f"/api/reveal/{item}").json()["place"] == reveal["place"]
+    # the reveal has its own address: a reload there shows it again (the page fetches it)
+    again = walker.get(f"/reveal/{item}")
+    assert again.status_code == 200 and f'data-item-id="{item}"' in again.text and 'data-revealed="1"' in again.text
+    assert walker.get("/reveal/not-hers").status_code == 404
     store.dispose()
 
 

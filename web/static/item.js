@@ -105,7 +105,11 @@
         done = true;
         say(result.data.created ? "Stored." : "Stored (it was already).", "good");
         if (!audio.paused) { audio.pause(); }
-        if (result.data.reveal) { showReveal(result.data.reveal); }
+        if (result.data.reveal) {
+          // the reveal's own address: a reload shows it again instead of moving on
+          window.history.replaceState(null, "", "/reveal/" + encodeURIComponent(itemId));
+          showReveal(result.data.reveal);
+        }
         else { window.location.replace("/"); }
         return;
       }
@@ -166,6 +170,16 @@
     box.hidden = false;
     document.querySelector(".answer").hidden = true;
     next.focus();
+  }
+
+  if (root.getAttribute("data-revealed") === "1") {
+    done = true;
+    submit.disabled = true;
+    document.querySelector(".answer").hidden = true;
+    fetch("/api/reveal/" + encodeURIComponent(itemId), {credentials: "same-origin", headers: {"Accept": "application/json"}})
+      .then(function (response) { return response.ok ? response.json() : null; })
+      .then(function (r) { if (r) { showReveal(r); } else { window.location.replace("/"); } })
+      .catch(function () { say("The answer could not be loaded; reload the page.", "bad"); });
   }
 
   document.addEventListener("keydown", function (e) {
