@@ -13,6 +13,7 @@ from sqlalchemy import select
 from cli.main import main
 from storage import tables as T
 from tests.storage.studies_project import ALM, N_CLIPS, link_audio, populate
+from tests.storage.test_studies_project import find_browser, rendered_image_widths
 from tests.storage.test_web_study_cli import _check, _play
 from workbench.studies import web_flow, web_session, web_study
 
@@ -117,6 +118,12 @@ def test_the_report_has_a_crowd_part_per_web_study_with_every_count(project, tmp
     excluded = [p.participant for p in flows["crowd-1"].participants if p.excluded]
     assert len(excluded) == 1 and excluded[0] in page
     assert report["n_figures"] >= 4  # two flows and the crowd-1 comparisons by continent and speech
+    assert report["n_figures"] == page.count("<img ") and "http://" not in page and "https://" not in page
+    browser = find_browser()
+    if browser is None:
+        pytest.skip("no Chromium found (install the distribution's chromium package) to check the figures render")
+    widths = rendered_image_widths(browser, out / "report.html", tmp_path)
+    assert len(widths) == report["n_figures"] and all(w > 0 for w in widths), widths
 
 
 def _text_boxes(fig):  # type: ignore[no-untyped-def]
