@@ -21,7 +21,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from workbench.events.binaural import make_decoder  # noqa: E402
+from workbench.audio.binaural import make_decoder  # noqa: E402
 
 SAMPLE_RATE = 48_000
 SECONDS = 60

@@ -1,7 +1,7 @@
 """Headphone listening for the events panel: FOA decoded to binaural with a yaw control.
 
 Virtual loudspeakers with max-rE weights convolved with head-related responses
-(:mod:`workbench.events.binaural`); the HRIR source (the spherical-head model or the chosen SOFA
+(:mod:`workbench.audio.binaural`); the HRIR source (the spherical-head model or the chosen SOFA
 file) is named in the panel. Split from :mod:`ui.events_panel` to keep that file to its gestures.
 """
 
@@ -13,7 +13,7 @@ import numpy as np
 from PySide6.QtWidgets import QFileDialog
 
 from workbench.errors import AglwError
-from workbench.events.binaural import SPHERICAL_HEAD_NAME, BinauralDecoder, make_decoder
+from workbench.audio.binaural import SPHERICAL_HEAD_NAME, BinauralDecoder, make_decoder
 
 if TYPE_CHECKING:
     from ui.events_widget import EventsPanel
@@ -72,7 +72,7 @@ class HeadphonesMixin:
         self.sofa_path = path
         loaded = self.player_view.loaded_audio
         if loaded is not None and path is not None:
-            from workbench.events.binaural import load_sofa_hrirs
+            from workbench.audio.binaural import load_sofa_hrirs
 
             try:
                 load_sofa_hrirs(path, loaded[1])

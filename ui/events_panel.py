@@ -36,7 +36,7 @@ from workbench.errors import AglwError, InputError
 from ui.docking import DockHost
 from ui.events_headphones import HeadphonesMixin
 from ui.events_widget import EventsPanel, class_colour
-from workbench.events.binaural import BinauralDecoder
+from workbench.audio.binaural import BinauralDecoder
 from workbench.events.commands import AddEvent, DeleteEvent, EditEvent
 from workbench.events.model import FRAME_S, SpatialEventData, frame_span
 from workbench.events.prefill import prefill_direction

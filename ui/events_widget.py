@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from workbench.events.binaural import SPHERICAL_HEAD_NAME
+from workbench.audio.binaural import SPHERICAL_HEAD_NAME
 from workbench.events.model import FRONT_BACK, STARSS23_CLASSES
 
 # One colour per class (Okabe–Ito and Tableau hues: distinguishable, also for most colour-blind eyes).

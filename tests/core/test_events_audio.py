@@ -10,7 +10,7 @@ import pytest
 import soundfile as sf
 
 from workbench.errors import InputError
-from workbench.events.binaural import (
+from workbench.audio.binaural import (
     SPHERICAL_HEAD_NAME,
     BinauralDecoder,
     load_sofa_hrirs,

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from tests.ui.test_gui_edits import _clip_id, _Drag
-from workbench.events.binaural import SPHERICAL_HEAD_NAME
+from workbench.audio.binaural import SPHERICAL_HEAD_NAME
 from workbench.events.service import EventService
 
 # window.show() offscreen: Qt says this once per window

@@ -13,7 +13,7 @@ Essaouira, Maroc"), so the study page never serves a recording as shipped (desig
   from q6 up keeps the channels' difference; below ~q4 point stereo may merge the high bands).
 - **Channels and sample rate kept**: stereo and binaural cues are clues to the place.
 - **FOA clips (ambiX, FuMa) are served as their binaural render** through the cockpit's decoder
-  (:func:`workbench.events.binaural.make_decoder`, the spherical-head model, yaw 0): 2 channels.
+  (:func:`workbench.audio.binaural.make_decoder`, the spherical-head model, yaw 0): 2 channels.
 - **No metadata.** libsndfile writes a Vorbis comment ``ENCODER=libsndfile``; it is removed
   (:func:`strip_vorbis_comments`), leaving only the library's mandatory vendor string
   ("Xiph.Org libVorbis I 20200704"), the same for every clip. No title, artist or file name.
@@ -237,7 +237,7 @@ def _decoded(source: Path, foa_layout: str | None) -> tuple[np.ndarray, int]:
             raise InputError(f"{source}: layout {foa_layout} needs 4 channels, the file has {samples.shape[1]}; "
                              "fix the clip's layout override")
         from workbench.audio.direction import fuma_to_ambix
-        from workbench.events.binaural import make_decoder
+        from workbench.audio.binaural import make_decoder
 
         foa = fuma_to_ambix(samples) if foa_layout == "fuma" else samples
         samples = make_decoder(audio.sample_rate).render(foa)
