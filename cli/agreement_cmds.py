@@ -21,7 +21,7 @@ def register(app: typer.Typer) -> None:
             None, "--ratings", help="Agreement of a long-format CSV with columns unit,rater,value (no project)."
         ),
         level: str = typer.Option("nominal", "--level", help="nominal | ordinal | interval (with --ratings)."),
-        bootstrap: int = typer.Option(2000, "--bootstrap", help="Cluster-bootstrap resamples over clips (B)."),
+        bootstrap: int = typer.Option(2000, "--bootstrap", min=0, help="Cluster-bootstrap resamples over clips (B)."),
         seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap."),
         reveal_annotators: bool = typer.Option(
             False, "--reveal-annotators", help="Name experts by name instead of pseudonym in the bundle."

@@ -17,7 +17,7 @@ from cli.context import AppContext, json_written
 from cli.registry import COMMANDS, HELP_OF, MODULE_OF
 from storage.errors import StoreError
 from workbench.config import default_db_location
-from workbench.errors import AglwError
+from workbench.errors import AglwError, UsageError
 
 # Help texts are read as Markdown: ``--dir`` shows as code, and "[scale]" stays as written (as rich
 # markup it was swallowed as a style tag). A flag shows no type (typer would print "--json <bool>").
@@ -282,6 +282,8 @@ def main(argv: list[str] | None = None) -> int:
             exc.show()
             return exc.exit_code
         return report_error(_usage_error(exc), exit_code=exc.exit_code, json_output=json_output)
+    except UsageError as exc:  # an option's value refused where it is used: a usage error all the same
+        return report_error(str(exc), exit_code=2, json_output=json_output)
     except (AglwError, StoreError) as exc:
         return report_error(str(exc), json_output=json_output)
     except Exception as exc:

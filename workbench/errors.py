@@ -12,4 +12,10 @@ class InputError(AglwError):
     """Bad input (file, table, record, reply); nothing was stored."""
 
 
-__all__ = ["AglwError", "InputError"]
+class UsageError(InputError):
+    """An option's value that is malformed or out of range, or options that do not go together,
+    found where the value is used: the CLI exits 2 (a usage error, as click gives for a bad option);
+    the message names the option. Elsewhere (the GUI) it is an InputError like any other."""
+
+
+__all__ = ["AglwError", "InputError", "UsageError"]

@@ -136,6 +136,16 @@ def malformed_values(d: dict[str, Path]) -> list[tuple[list[str], str]]:
         (["study", "alt-test", "--ratings", str(d["ratings"])], "--llm"),
         (["study", "error-mode", "--clip", "DEMO-0001", "--alm", ALM], "--modes"),
         (["study", "report", "--out", str(out / "report"), "--bootstrap", "-1"], "--bootstrap"),
+        # checked where the option's value is used (workbench.errors.UsageError)
+        (["alm", "run", "--model", "m", "--provider", "openai", "--mode", "batch"], "--mode batch"),
+        (["alm", "run", "--model", "m", "--provider", "openai-compatible"], "--base-url"),
+        (["alm", "run", "--model", "m", "--provider", "openai", "--engine", "ray"], "--engine"),
+        (["agreement", "--out", str(out / "bundle"), "--bootstrap", "-1"], "--bootstrap"),
+        (["study", "alt-test", "--ratings", str(d["ratings"]), "--llm", "r0", "--epsilon", "2"], "--epsilon"),
+        (["study", "alt-test", "--ratings", str(d["ratings"]), "--llm", "r0", "--alpha", "0"], "--alpha"),
+        (["analyze-pool", "--folder", str(d["root"]), "--clips", "DEMO-0001"], "--clips"),
+        (["export", "dataset", str(out / "hf"), "--clips", "DEMO-0001", "--selection", "latest"], "--selection"),
+        (["compare", "--models", f"{ALM},{ALM}"], "--models"),
     ]
 
 

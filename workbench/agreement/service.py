@@ -18,7 +18,7 @@ from workbench.agreement.report import Manifest, check_bundle_target, write_bund
 if TYPE_CHECKING:
     from workbench.tasks import TaskContext
 from workbench.agreement.units import RatingData, load_ratings
-from workbench.errors import InputError
+from workbench.errors import InputError, UsageError
 
 LEVELS = ("nominal", "ordinal", "interval")
 
@@ -30,7 +30,7 @@ def read_ratings_csv(path: str | Path, level: str) -> pd.DataFrame:
 
     path = Path(path)
     if level not in LEVELS:
-        raise InputError(f"--level {level!r}: use one of {', '.join(LEVELS)}")
+        raise UsageError(f"--level {level!r}: use one of {', '.join(LEVELS)}")
     rows = read_rating_rows(path)
     frame = pd.DataFrame({"unit": [r.unit for r in rows], "rater": [r.rater for r in rows],
                           "value": [r.value for r in rows]}, columns=["unit", "rater", "value"], dtype=object)
@@ -171,7 +171,7 @@ def export_agreement(
         What was written (also saved as ``manifest.json``).
     """
     if bootstrap < 0:
-        raise InputError(f"--bootstrap {bootstrap}: the number of resamples cannot be negative")
+        raise UsageError(f"--bootstrap {bootstrap}: the number of resamples cannot be negative")
     out = Path(out_dir)
     check_bundle_target(out, replace=replace)  # before the long computation, not after it
     data = load_ratings(store, alm_model=alm_model, reveal_annotators=reveal_annotators)

@@ -8,7 +8,7 @@ from typing import Any
 
 from workbench.alm.config import ProviderSettings
 from workbench.alm.providers import AlmProvider, OpenAIProvider, resolve_key
-from workbench.errors import InputError
+from workbench.errors import InputError, UsageError
 from workbench.llm.urls import refuse_query
 
 
@@ -29,7 +29,7 @@ def make_provider(provider: str, settings: ProviderSettings, *, api_model: str, 
     timeout_option = f"timeout_s of [providers.{provider}] in alm.toml"
     if provider in ("openai", "openai-compatible"):
         if provider == "openai-compatible" and not base_url:
-            raise InputError("--provider openai-compatible needs --base-url (e.g. http://127.0.0.1:8000/v1 "
+            raise UsageError("--provider openai-compatible needs --base-url (e.g. http://127.0.0.1:8000/v1 "
                              "for `vllm serve`)")
         key = resolve_key(settings, provider, api_key_env)
         return OpenAIProvider(provider, api_key=key, base_url=base_url, timeout_s=settings.timeout_s,

@@ -28,7 +28,7 @@ from workbench.alm.prompts import AlmPrompt
 from workbench.alm.providers import AlmReply, AlmRequest, AnswerError, RetryableError, read_audio
 from workbench.alm.records import ClipFacts
 from workbench.alm.runner import AlmOutcome, AlmQuestions, AlmRunReport, new_report, start
-from workbench.errors import InputError
+from workbench.errors import InputError, UsageError
 from workbench.llm.batch import BatchState, Replies, collect, submit
 from workbench.tasks import TaskCancelled, TaskContext
 
@@ -100,7 +100,7 @@ def submit_batch(store: Store, options: AlmRunOptions, *, config: AlmConfig | No
     from google.genai import types
 
     if options.provider != "gemini":
-        raise InputError("--mode batch uses Gemini's Batch API: it needs --provider gemini")
+        raise UsageError("--mode batch uses Gemini's Batch API: it needs --provider gemini")
     task = task or TaskContext()
     config = config or load_alm_config()
     plan = plan_run(store, options, config)

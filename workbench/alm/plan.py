@@ -17,7 +17,7 @@ from workbench.alm.config import AlmConfig, ModelEntry, Price, ProviderSettings,
 from workbench.alm.estimate import Estimate, estimate_requests
 from workbench.alm.prompts import AlmPrompt, load_prompt
 from workbench.alm.records import ClipFacts
-from workbench.errors import InputError
+from workbench.errors import InputError, UsageError
 
 if TYPE_CHECKING:
     from storage import Store
@@ -115,7 +115,7 @@ def plan_run(store: Store, options: AlmRunOptions, config: AlmConfig) -> AlmPlan
     from workbench.media import clip_audio, dataset_roots
 
     if options.samples < 1:
-        raise InputError("--samples must be at least 1")
+        raise UsageError("--samples must be at least 1")
     settings = config.provider(options.provider)
     entry = config.model(options.provider, options.api_model_id)
     prompt = load_prompt(options.prompt)

@@ -46,7 +46,7 @@ from workbench.alm.plan import (
 )
 from workbench.alm.backends import make_provider
 from workbench.alm.providers import AlmProvider, AlmReply, AlmRequest, AnswerError, read_audio
-from workbench.errors import InputError
+from workbench.errors import InputError, UsageError
 from workbench.llm.engine import NOT_SENT, Campaign, GaveUp, RetryPolicy, write_waiting
 from workbench.llm.errors import RunStopped, ServerFailing, Unreachable, takes_body_hook
 from workbench.llm.journal import Journal
@@ -411,9 +411,9 @@ def run_alm(store: Store, options: AlmRunOptions, *, config: AlmConfig | None = 
     task = task or TaskContext()
     config = config or load_alm_config()
     if options.concurrency < 1:
-        raise InputError("--concurrency must be at least 1")
+        raise UsageError("--concurrency must be at least 1")
     if remote is not None and options.provider != "transformers":
-        raise InputError(f"--engine {remote.name} runs local models (--provider transformers); {options.provider} answers "
+        raise UsageError(f"--engine {remote.name} runs local models (--provider transformers); {options.provider} answers "
                          "on the provider's machines, so raise --concurrency instead")
     plan = plan_run(store, options, config)
     if options.max_cost is not None and plan.items:

@@ -47,7 +47,7 @@ from workbench.attribution.records import (
     store_outcomes,
 )
 from workbench.attribution.schema import output_schema
-from workbench.errors import InputError
+from workbench.errors import UsageError
 from workbench.tagging.ontology import Ontology
 from workbench.llm.engine import Campaign, RetryPolicy, write_waiting
 from workbench.llm.errors import RunStopped, ServerFailing, Unreachable, takes_body_hook
@@ -148,9 +148,9 @@ def run_judges(
         ``task`` was cancelled: the clips in flight are stored, the run is marked cancelled.
     """
     if mode not in ("sync", "batch"):
-        raise InputError(f"--mode must be sync or batch, got {mode!r}")
+        raise UsageError(f"--mode must be sync or batch, got {mode!r}")
     if concurrency < 1:
-        raise InputError("--concurrency must be at least 1")
+        raise UsageError("--concurrency must be at least 1")
     task = task or TaskContext()
     judges = config.select(judge_names)
     selection = select_clip_inputs(store, alm_model=alm_model, clip_keys=clip_keys, names=names)

@@ -28,7 +28,7 @@ from sqlmodel import select
 from storage import Store
 from storage.models import Clip, MediaRoot
 from workbench.audio.loader import AudioError, audio_info, content_hash
-from workbench.errors import InputError
+from workbench.errors import InputError, UsageError
 from workbench.tasks import TaskCancelled, TaskContext
 
 log = logging.getLogger(__name__)
@@ -267,7 +267,7 @@ def _fetch_many(
 ) -> tuple[FetchSummary, bool]:
     """The items finished (in the order of ``items``) and whether a cancel stopped the rest."""
     if workers < 1:
-        raise InputError("--workers must be at least 1")
+        raise UsageError("--workers must be at least 1")
     task.set_total(task.total + len(items))
     results: dict[int, FetchResult] = {}
     queue = list(enumerate(items))

@@ -28,7 +28,7 @@ from sqlalchemy import select
 import workbench
 from storage import Store
 from storage.models import Clip, CurationClipResult, Dataset, Tag
-from workbench.errors import AglwError
+from workbench.errors import AglwError, UsageError
 from workbench.media import clip_audio, dataset_roots
 from workbench.speech import SPEECH_CLASS_ID, SPEECH_TAG_THRESHOLD, is_speech_clip
 from workbench.tasks import TaskContext
@@ -337,7 +337,7 @@ def export_hf(
     if message:
         raise AglwError(message)
     if selection is not None and keys is not None:
-        raise AglwError("--clips and --selection choose the clips two ways; give one")
+        raise UsageError("--clips and --selection choose the clips two ways; give one")
     target = check_folder_target(Path(out), force=force, earlier=_is_earlier_export, what="Hugging Face export")
     exported = gather(store, dataset=dataset, keys=keys, selection=selection)
     task = task or TaskContext()

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from storage import Store
-from workbench.errors import AglwError, InputError
+from workbench.errors import AglwError, InputError, UsageError
 from workbench.metrics.aggregate import metric_inputs
 from workbench.metrics.intervals import (
     BINARY_KEYS,
@@ -86,13 +86,13 @@ def compare_models(
 
     check_profile(profile)
     if model_a == model_b:
-        raise AglwError(f"--models names {model_a!r} twice; compare two different models")
+        raise UsageError(f"--models names {model_a!r} twice; compare two different models")
     chosen = list(metrics) if metrics else list(COMPARED_KEYS)
     unknown = [m for m in chosen if m not in COMPARED_KEYS]
     if unknown:
-        raise AglwError(f"--metric {', '.join(unknown)}: use any of {', '.join(COMPARED_KEYS)}")
+        raise UsageError(f"--metric {', '.join(unknown)}: use any of {', '.join(COMPARED_KEYS)}")
     if bootstrap < 1:
-        raise AglwError(f"--bootstrap {bootstrap}: at least one resample is needed")
+        raise UsageError(f"--bootstrap {bootstrap}: at least one resample is needed")
     records = metric_records(store, human_sounds=False, question_ids=True)
     answers = answers or {}
     if model_a in answers or model_b in answers:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from workbench.errors import InputError
+from workbench.errors import InputError, UsageError
 from workbench.pool.engines import BatchFunction, run_local
 from workbench.pool.measure import Measurement, PoolItem, measure_batch
 from workbench.tasks import TaskCancelled, TaskContext
@@ -264,7 +264,7 @@ def analyze_pool(
     """
     task = task or TaskContext()
     if folder is not None and clip_keys is not None:
-        raise InputError("pass --folder or --clips, not both")
+        raise UsageError("pass --folder or --clips, not both")
     if remote is not None:
         # Joined before anything is read: a wrong address is the first thing the user hears about.
         remote.connect()

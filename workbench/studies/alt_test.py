@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from workbench.errors import InputError
+from workbench.errors import InputError, UsageError
 
 METRICS = ("accuracy", "neg_rmse")
 MIN_HUMANS = 3
@@ -171,11 +171,11 @@ def alt_test(
         for ``neg_rmse``, or no human with enough items.
     """
     if metric not in SCORERS:
-        raise InputError(f"--metric {metric!r}: use one of {', '.join(METRICS)}")
+        raise UsageError(f"--metric {metric!r}: use one of {', '.join(METRICS)}")
     if not (math.isfinite(epsilon) and 0 <= epsilon < 1):
-        raise InputError(f"--epsilon {epsilon}: the cost-benefit margin must lie in [0, 1)")
+        raise UsageError(f"--epsilon {epsilon}: the cost-benefit margin must lie in [0, 1)")
     if not (0 < alpha < 1):
-        raise InputError(f"--alpha {alpha}: the FDR level must lie in (0, 1)")
+        raise UsageError(f"--alpha {alpha}: the FDR level must lie in (0, 1)")
     humans = [h for h in human_annotations if human_annotations[h]]
     if len(humans) < MIN_HUMANS:
         raise InputError(
