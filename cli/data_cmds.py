@@ -416,7 +416,8 @@ def leaderboard_cmd(
     for column in visible:
         # a row's name is never cut nor folded: `compare --models` takes it as printed
         board.add_column(header(column), justify="left" if column in ("model", "group") else "right",
-                         no_wrap=column == "model")
+                         no_wrap=column == "model",
+                         min_width=max((len(str(r["model"])) for r in rows), default=0) if column == "model" else None)
     for record in rows:
         board.add_row(*(_cell(column, record[column], record) for column in visible))
     show(board, min_width=200)

@@ -36,7 +36,7 @@ def d(key: str, guess: tuple[float, float] | None) -> float:
     return 10_000.0 if guess is None else km(CLIPS[key][:2], guess)
 
 
-def build(store, tmp_path: Path) -> list[str]:  # type: ignore[no-untyped-def]
+def build(store, tmp_path: Path, name: str = STUDY) -> list[str]:  # type: ignore[no-untyped-def]
     """The project, the study and its four participants; their pseudonyms in PLAN's order."""
     from tests.storage.studies_project import link_audio
     from workbench.importing import import_dataset, import_predictions
@@ -54,9 +54,9 @@ def build(store, tmp_path: Path) -> list[str]:  # type: ignore[no-untyped-def]
     import_predictions(store, "A", write(tmp_path / "a.jsonl", a))
     import_predictions(store, "B", write(tmp_path / "b.jsonl", b))
     link_audio(store, tmp_path / "media", list(CLIPS))
-    study, _ = web_study.create_study(store, STUDY, clips=["c0", "c1", "c2"], attention=["c3"], per_participant=3,
+    study, _ = web_study.create_study(store, name, clips=["c0", "c1", "c2"], attention=["c3"], per_participant=3,
                                       headphone_check="record", seed=1)
-    study, nonces = web_study.invite(store, STUDY, len(PLAN))
+    study, nonces = web_study.invite(store, name, len(PLAN))
     key_of = {}
     from sqlalchemy import select
 
@@ -321,3 +321,19 @@ def test_practice_guesses_are_never_scored(crowd) -> None:  # type: ignore[no-un
                                    web_session.check_answer({"latitude": 1.0, "longitude": 2.0})).state
     records = crowd_records(store, "crowd-2")
     assert [r["question_id"] for r in records] == ["c0"]  # the practice clip c3 was answered, not scored
+
+
+def test_long_row_names_are_printed_whole(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from cli.main import main
+    from storage import open_store
+
+    name = "a-long-study-name-for-a-crowd-baseline-" + "x" * 25  # 64 characters, the most a name may have
+    store = open_store(tmp_path / "project.sqlite")
+    pseudonyms = build(store, tmp_path, name)
+    store.dispose()
+    capsys.readouterr()
+    assert main(["--db", str(tmp_path / "project.sqlite"), "leaderboard", "--humans", "each", "--ci",
+                 "--bootstrap", "50"]) == 0
+    text = capsys.readouterr().out
+    for row in (f"human ({name})", f"human ({name}, consensus)", *(f"human:{name}/{p}" for p in pseudonyms[:3])):
+        assert row in text
