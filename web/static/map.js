@@ -18,7 +18,7 @@
   function WorldMap(svg) {
     this.svg = svg;
     this.overlay = svg.querySelector("#overlay");
-    this.center = [0, 10];   // lon, lat
+    this.center = [0, 0];    // lon, lat
     this.span = 360;         // degrees of longitude across the element
     this.marker = null;
     this.guess = null;
@@ -36,9 +36,9 @@
 
   WorldMap.prototype.fit = function () {
     var s = this.size();
-    // the whole world: 360 degrees wide, or 180 high on a tall element
-    this.span = Math.min(MAX_SPAN, Math.max(360 * 0.98, 170 * s[0] / s[1]));
-    if (s[0] / s[1] < 1.4) { this.span = Math.max(180, 150 * s[0] / s[1]); }
+    // the whole world: 360 degrees wide and at least 180 high (the element is 2:1 in the CSS)
+    this.center = [0, 0];
+    this.span = Math.min(MAX_SPAN, Math.max(360, 180 * s[0] / s[1]));
     this.render();
   };
 
