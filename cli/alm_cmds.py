@@ -25,6 +25,14 @@ def _money(value: float | None) -> str:
     return "unknown (no price in alm.toml)" if value is None else f"${value:,.4f}"
 
 
+def _per_call(gpu_batch: int) -> str:
+    """A local run's clips per generate call, in words."""
+    if gpu_batch == 1:
+        return "1 clip per generate call (the reference's way)"
+    return (f"up to {gpu_batch} clips per generate call (--gpu-batch {gpu_batch}): its answers may differ from the "
+            "reference's one clip per call, and are filed apart from them")
+
+
 def register(app: typer.Typer) -> None:
     """Add this module's commands to the root app (`export predictions` is registered by the
     export group's owner, cli/curation_cmds.py, so that `aglw export` finds it)."""
@@ -55,6 +63,10 @@ def register(app: typer.Typer) -> None:
         collect: bool = typer.Option(False, "--collect", help="Store the answers of submitted batches of --model (resumable)."),
         engine: str = typer.Option("local", "--engine", help="transformers only: local (this process) or ray (--concurrency actors; extra [scale])."),
         ray_address: Optional[str] = typer.Option(None, "--ray-address", help="HOST:PORT of a running Ray cluster (default: start a local one)."),
+        gpu_batch: int = typer.Option(
+            1, "--gpu-batch", min=1,
+            help="transformers only: clips per generate call. 1 is AGL1K's way (one clip per call); N > 1 is "
+                 "faster on a GPU but its answers may differ from the reference's (recorded, in the fingerprint)."),
     ) -> None:
         """Ask the ALM where each clip was recorded; answers become the predictions of model NAME."""
         from workbench.alm.config import PROVIDERS
@@ -77,6 +89,9 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter("use sync or batch", param_hint="--mode")
         if engine not in ("local", "ray"):
             raise typer.BadParameter("use local or ray", param_hint="--engine")
+        if gpu_batch > 1 and engine == "ray":  # refused before Ray starts (API providers: workbench.alm.plan)
+            raise usage_error("batches generate calls in this process; --engine ray asks each actor one clip at a "
+                              "time (leave --gpu-batch at 1)", "--gpu-batch")
         from workbench.pool.engines import check_engine
 
         check_engine(engine, ray_address)
@@ -91,7 +106,7 @@ def register(app: typer.Typer) -> None:
         options = AlmRunOptions(
             model=model.strip(), provider=provider, api_model=api_model, base_url=base_url, api_key_env=api_key_env,
             clip_keys=_split(clips), prompt=prompt, concurrency=concurrency, max_cost=max_cost, force=force,
-            samples=samples, seed=seed,
+            samples=samples, seed=seed, gpu_batch=gpu_batch,
         )
         store = app.store()
         if dry_run:
@@ -101,6 +116,8 @@ def register(app: typer.Typer) -> None:
                 return
             show(f"Dry run for {report.model} ({report.provider}, {report.api_model}, prompt {report.prompt_version}); "
                  "nothing was sent or written.")
+            if report.gpu_batch is not None:
+                show(_per_call(report.gpu_batch))
             show(f"{report.requests} request(s) for {report.clips} clip(s) × {report.samples} sample(s); "
                  f"{report.skipped_cached} already answered (not sent again)")
             show(f"audio {report.audio_seconds / 3600:.2f} h; tokens: {report.text_tokens:,} text + "
@@ -128,6 +145,8 @@ def register(app: typer.Typer) -> None:
                  f"{report.answered} answered ({len(report.rejected)} without coordinates), "
                  f"{report.skipped_cached} already answered, {len(report.failed)} failed")
             show(f"tokens: {report.input_tokens:,} input, {report.output_tokens:,} output; cost {_money(report.cost_usd)}")
+            if report.gpu_batch is not None:
+                show(_per_call(report.gpu_batch))
             for entry in report.failed[:_SHOWN]:
                 show(f"  failed {entry['key']}: {entry['reason']}")
             if len(report.failed) > _SHOWN:

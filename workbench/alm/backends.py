@@ -13,8 +13,9 @@ from workbench.llm.urls import refuse_query
 
 
 def make_provider(provider: str, settings: ProviderSettings, *, api_model: str, base_url: str | None,
-                  api_key_env: str | None = None, http_client: Any = None) -> AlmProvider:
-    """The provider named (keys resolved here, before any clip is read).
+                  api_key_env: str | None = None, http_client: Any = None, gpu_batch: int = 1) -> AlmProvider:
+    """The provider named (keys resolved here, before any clip is read); ``gpu_batch``: the
+    ``transformers`` provider's clips per generate call (1, the reference's way, unless asked).
 
     Raises
     ------
@@ -42,5 +43,5 @@ def make_provider(provider: str, settings: ProviderSettings, *, api_model: str, 
     if provider == "transformers":
         from workbench.alm.local import TransformersProvider
 
-        return TransformersProvider(api_model, device=settings.device)
+        return TransformersProvider(api_model, device=settings.device, batch_size=gpu_batch)
     raise InputError(f"unknown provider {provider!r}: use openai, openai-compatible, gemini or transformers")

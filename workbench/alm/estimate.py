@@ -64,6 +64,7 @@ class Estimate:
     cost_batch_usd: float | None = None
     price_known: bool = False
     notes: list[str] = field(default_factory=list)
+    gpu_batch: int | None = None  # clips per generate call of a local model (1: the reference's way); None: an API
 
     @property
     def input_tokens(self) -> int:

@@ -1,4 +1,4 @@
-"""Local ALMs through Hugging Face ``transformers`` (the ``[local]`` extra): greedy, several clips per call.
+"""Local ALMs through Hugging Face ``transformers`` (the ``[local]`` extra): greedy, one clip per call.
 
 AGL1K ran its open models (Qwen2.5-Omni, Qwen3-Omni, Kimi-Audio, Phi-4-MM, Gemma-3n, MiniCPM-o,
 MiMo-Audio, Audio Flamingo) this way. Each model family has its own classes and input format, so
@@ -11,8 +11,12 @@ processor inputs, greedy decoding; see :class:`QwenOmni`). It builds the inputs 
 tokenizer and the audio feature extractor — the text and audio half of ``Qwen2_5OmniProcessor``,
 whose full form also needs torchvision for video; a test checks that they equal the processor's —
 and generates text with the thinker, the part of the model that writes text; the talker (speech
-output) is never loaded. On CUDA the model runs in bf16 and several clips share a ``generate``
-call (left padding), with the answers of one clip at a time.
+output) is never loaded. On CUDA the model runs in bf16.
+
+Each ``generate`` call gets one clip, as AGL1K's reference did (``openllm.py``, bf16): greedy
+decoding in bf16 over a left-padded batch is not guaranteed to give the tokens of one clip at a
+time. Several clips per call is an opt-in (``aglw alm run --gpu-batch N``), recorded in the run and
+in each answer's fingerprint (:func:`workbench.alm.plan.fingerprint`).
 """
 
 from __future__ import annotations
@@ -110,16 +114,13 @@ class QwenOmni:
     as ``qwen_omni_utils.process_mm_info`` does; the inputs are those of ``Qwen2_5OmniProcessor``
     called with ``padding=True`` (its text and audio half: the tokenizer, and the feature
     extractor with ``padding="max_length"``, one audio token per encoder frame); greedy
-    generation. Several clips share a ``generate`` call (left padding), with the answers of one at
-    a time.
+    generation. One clip per ``generate`` call unless the provider is asked for more
+    (:meth:`answer_batch`, left padding).
     """
 
     # Qwen's documented system prompt for the Omni models.
     SYSTEM = ("You are Qwen, a virtual human developed by the Qwen Team, Alibaba Group, capable of perceiving "
               "auditory and visual inputs, as well as generating text and speech.")
-    # Clips per generate call on a GPU (the answers of one at a time; bf16 on CUDA).
-    GPU_BATCH = 8
-
     def __init__(self, path: str, device: str) -> None:
         import torch
         from transformers import AutoFeatureExtractor, AutoTokenizer, Qwen2_5OmniForConditionalGeneration
@@ -133,7 +134,6 @@ class QwenOmni:
             path, enable_audio_output=False, dtype=torch.bfloat16 if self.device.startswith("cuda") else torch.float32)
         self.model = model.to(self.device).eval()
         self.audio_token = getattr(self.tokenizer, "audio_token", None) or "<|AUDIO|>"
-        self.max_batch = self.GPU_BATCH if self.device.startswith("cuda") else 1
 
     def _chat_template(self, path: str) -> str | None:
         from transformers.utils import cached_file
@@ -232,22 +232,23 @@ class _Question:
 class TransformersProvider:
     """Local inference; the model is loaded on the first question (minutes for a 7B model) and kept.
 
-    Questions asked from several threads at once (the runner's ``--concurrency``) share
-    ``generate`` calls, up to ``batch_size`` clips each (default: the family's, 8 for Qwen2.5-Omni
-    on a GPU, 1 on CPU): whichever asking thread finds the model idle runs the questions waiting
-    then, the others wait for their answers. A batch that fails is asked again clip by clip, so
-    one bad clip fails alone.
+    ``batch_size`` is the clips per ``generate`` call: 1 by default on every device, the way
+    AGL1K's reference asked (``--gpu-batch`` of `aglw alm run`). Above 1, questions asked from
+    several threads at once (the runner's concurrency) share ``generate`` calls of up to
+    ``batch_size`` clips of a family that has ``answer_batch``: whichever asking thread finds the
+    model idle runs the questions waiting then, the others wait for their answers. A batch that
+    fails is asked again clip by clip, so one bad clip fails alone.
     """
 
     name = "transformers"
     accepted_formats = ("mp3", "wav", "flac", "ogg", "aiff", "aif", "aac", "m4a", "opus")
 
-    def __init__(self, checkpoint: str, *, device: str = "auto", batch_size: int | None = None) -> None:
+    def __init__(self, checkpoint: str, *, device: str = "auto", batch_size: int = 1) -> None:
         try:
             import transformers  # noqa: F401
         except ImportError:
             raise InputError("--provider transformers needs the 'local' extra: pip install 'agl-workbench[local]'") from None
-        if batch_size is not None and batch_size < 1:
+        if batch_size < 1:
             raise InputError(f"batch size must be at least 1, got {batch_size}")
         self.checkpoint = checkpoint
         self.device = device
@@ -279,9 +280,7 @@ class TransformersProvider:
             return self._model
 
     def _per_call(self, model: LocalFamily) -> int:
-        if not hasattr(model, "answer_batch"):
-            return 1
-        return self.batch_size or int(getattr(model, "max_batch", 1))
+        return self.batch_size if hasattr(model, "answer_batch") else 1
 
     def ask(self, request: AlmRequest) -> AlmReply:
         model = self._loaded()

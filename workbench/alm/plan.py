@@ -41,6 +41,10 @@ class AlmRunOptions:
     force: bool = False
     samples: int = 1
     seed: int | None = 42
+    # transformers only: clips per ``generate`` call. 1 is the reference's way (AGL1K asked its
+    # open models one clip per call); above 1 is an opt-in whose answers may differ (bf16 over a
+    # left-padded batch), so it is part of each answer's fingerprint.
+    gpu_batch: int = 1
 
     @property
     def api_model_id(self) -> str:
@@ -87,12 +91,19 @@ LOCAL_MESSAGE_FORMAT = "agl1k-reference-messages-2"
 
 
 def fingerprint(provider: str, api_model: str, prompt_version: str, audio_sha256: str,
-                options: dict[str, Any], seed: int | None) -> str:
-    """The key under which an answer is never paid for twice (the engine's one fingerprint)."""
+                options: dict[str, Any], seed: int | None, *, gpu_batch: int = 1) -> str:
+    """The key under which an answer is never paid for twice (the engine's one fingerprint).
+
+    ``gpu_batch`` (clips per ``generate`` call of a local model) is in it only above 1: one clip
+    per call is the reference's way, and the answers stored before the option existed were keyed
+    without it, so they are still found; a batched answer is another answer.
+    """
     from workbench.llm.fingerprint import fingerprint as request_fingerprint
 
     if provider == "transformers":
         options = {**options, "message_format": LOCAL_MESSAGE_FORMAT}
+    if gpu_batch > 1:
+        options = {**options, "gpu_batch": gpu_batch}
     return request_fingerprint({"provider": provider, "api_model": api_model, "prompt_version": prompt_version,
                                 "audio_sha256": audio_sha256, "options": options, "seed": seed})
 
@@ -100,6 +111,34 @@ def fingerprint(provider: str, api_model: str, prompt_version: str, audio_sha256
 def model_options(entry: ModelEntry) -> dict[str, Any]:
     return {"max_output_tokens": entry.max_output_tokens, "temperature": entry.temperature,
             "structured_output": entry.structured_output, "audio_format": entry.audio_format}
+
+
+def gpu_batch_of(options: AlmRunOptions) -> int | None:
+    """Clips per ``generate`` call of the run (a local model's), None for a provider that has none."""
+    return options.gpu_batch if options.provider == "transformers" else None
+
+
+def run_settings(options: AlmRunOptions, entry: ModelEntry) -> dict[str, Any]:
+    """The settings a job stores (``alm_job.options``): the model's, and a local run's clips per call."""
+    settings = model_options(entry)
+    if options.provider == "transformers":
+        settings["gpu_batch"] = options.gpu_batch
+    return settings
+
+
+def check_gpu_batch(options: AlmRunOptions) -> None:
+    """Refuse a ``gpu_batch`` below 1, or above 1 where no generate call is batched (an API provider).
+
+    Raises
+    ------
+    UsageError
+        Named for ``--gpu-batch`` (the CLI exits 2); nothing is sent or written.
+    """
+    if options.gpu_batch < 1:
+        raise UsageError(f"--gpu-batch must be at least 1 (1 = one clip per generate call), got {options.gpu_batch}")
+    if options.gpu_batch > 1 and options.provider != "transformers":
+        raise UsageError(f"--gpu-batch batches the generate calls of a local model (--provider transformers); "
+                         f"{options.provider} is asked one request per clip")
 
 
 def _file_sha256(path: Path) -> str:
@@ -116,6 +155,7 @@ def plan_run(store: Store, options: AlmRunOptions, config: AlmConfig) -> AlmPlan
 
     if options.samples < 1:
         raise UsageError("--samples must be at least 1")
+    check_gpu_batch(options)
     settings = config.provider(options.provider)
     entry = config.model(options.provider, options.api_model_id)
     prompt = load_prompt(options.prompt)
@@ -173,7 +213,8 @@ def plan_run(store: Store, options: AlmRunOptions, config: AlmConfig) -> AlmPlan
                 item = AlmItem(facts, sample, None, seconds, None, None, problem)
                 no_audio.append(item)
                 continue
-            fp = fingerprint(options.provider, options.api_model_id, prompt.version, digest, opts, options.seed)
+            fp = fingerprint(options.provider, options.api_model_id, prompt.version, digest, opts, options.seed,
+                             gpu_batch=options.gpu_batch)
             item = AlmItem(facts, sample, status.path, seconds, fp, f"{fp}:{sample}", digest=digest)
             if not options.force and run is not None and f"{run.id}:{item.cache_key}" in stored_keys:
                 cached.append(item)
@@ -194,7 +235,8 @@ def dry_run(store: Store, options: AlmRunOptions, *, config: AlmConfig | None = 
     estimate = Estimate(model=options.model, provider=options.provider, api_model=options.api_model_id,
                         prompt_version=plan.prompt.version, clips=len({i.clip.key for i in plan.items + plan.cached
                                                                        + plan.no_audio}),
-                        samples=options.samples, skipped_cached=len(plan.cached), no_audio=len(plan.no_audio))
+                        samples=options.samples, skipped_cached=len(plan.cached), no_audio=len(plan.no_audio),
+                        gpu_batch=gpu_batch_of(options))
     durations = [item.seconds for item in plan.items + plan.no_audio]
     estimate_requests(estimate, durations, plan.prompt.text, plan.entry, plan.price, plan.settings.batch_discount)
     if plan.price is None:

@@ -41,8 +41,10 @@ from workbench.alm.plan import (
     AlmRunOptions,
     dry_run,
     fingerprint,
+    gpu_batch_of,
     model_options,
     plan_run,
+    run_settings,
 )
 from workbench.alm.backends import make_provider
 from workbench.alm.providers import AlmProvider, AlmReply, AlmRequest, AnswerError, read_audio
@@ -81,6 +83,7 @@ class AlmRunReport:
     output_tokens: int = 0
     cost_usd: float | None = None
     stopped: str | None = None
+    gpu_batch: int | None = None  # clips per generate call of a local model (1: the reference's way); None: an API
     replayed: int = 0  # answers an earlier (killed) run received, stored from its journal
 
     def as_dict(self) -> dict[str, Any]:
@@ -158,7 +161,8 @@ class AlmQuestions:
         if item.digest is not None and audio.sha256 != item.digest:
             # The store's hash is stale (the file changed since): the answer is filed under what was sent.
             fp = fingerprint(self.options.provider, self.options.api_model_id, self.plan.prompt.version,
-                             audio.sha256, model_options(self.plan.entry), self.options.seed)
+                             audio.sha256, model_options(self.plan.entry), self.options.seed,
+                             gpu_batch=self.options.gpu_batch)
             item = replace(item, fingerprint=fp, cache_key=f"{fp}:{item.sample}", digest=audio.sha256)
         limit = self.plan.settings.max_inline_audio_bytes
         if self.options.provider in ("openai", "openai-compatible") and len(audio.data) * 4 // 3 > limit:
@@ -227,7 +231,7 @@ class AlmQuestions:
             session, run_id=self.plan.run_id, model=self.options.model, provider=self.options.provider,
             api_model=self.options.api_model_id, container=RUN_CONTAINER, seed=self.options.seed,
             base_url=self.options.base_url, prompt_version=self.plan.prompt.version,
-            options=model_options(self.plan.entry), samples=self.options.samples,
+            options=run_settings(self.options, self.plan.entry), samples=self.options.samples,
             requested=self.report.requested, skipped_cached=self.report.skipped_cached)
         self._opened = (run_id, job_id)
 
@@ -323,7 +327,7 @@ def new_report(options: AlmRunOptions, plan: AlmPlan) -> AlmRunReport:
     report = AlmRunReport(model=options.model, provider=options.provider, api_model=options.api_model_id,
                           prompt_version=plan.prompt.version, samples=options.samples,
                           requested=len(plan.items) + len(plan.cached) + len(plan.no_audio),
-                          skipped_cached=len(plan.cached))
+                          skipped_cached=len(plan.cached), gpu_batch=gpu_batch_of(options))
     report.cost_usd = 0.0 if plan.price is not None and plan.price.known else None
     return report
 
@@ -415,6 +419,9 @@ def run_alm(store: Store, options: AlmRunOptions, *, config: AlmConfig | None = 
     if remote is not None and options.provider != "transformers":
         raise UsageError(f"--engine {remote.name} runs local models (--provider transformers); {options.provider} answers "
                          "on the provider's machines, so raise --concurrency instead")
+    if remote is not None and options.gpu_batch > 1:
+        raise UsageError(f"--gpu-batch {options.gpu_batch} batches generate calls in this process; --engine {remote.name} "
+                         "asks each actor one clip at a time (leave --gpu-batch at 1)")
     plan = plan_run(store, options, config)
     if options.max_cost is not None and plan.items:
         estimate = dry_run(store, options, config=config)
@@ -428,11 +435,15 @@ def run_alm(store: Store, options: AlmRunOptions, *, config: AlmConfig | None = 
         provider = remote.provider(options.api_model_id, plan.settings.device)
     elif provider is None and plan.items:
         provider = make_provider(options.provider, plan.settings, api_model=options.api_model_id,
-                                 base_url=options.base_url, api_key_env=options.api_key_env)
+                                 base_url=options.base_url, api_key_env=options.api_key_env,
+                                 gpu_batch=options.gpu_batch)
     report = new_report(options, plan)
-    # In-process local models: questions asked at once share generate calls (up to the provider's
-    # batch size, workbench/alm/local.py); on Ray, one clip per actor.
+    # In-process local models: one clip per generate call unless --gpu-batch N, where questions
+    # asked at once share a call (workbench/alm/local.py), so at least N are asked at once; on Ray,
+    # one clip per actor.
     concurrency = options.concurrency
+    if remote is None and options.provider == "transformers":
+        concurrency = max(concurrency, options.gpu_batch)
     questions = AlmQuestions(store, options, plan, provider, report, on_stored=on_stored)
     settings = plan.settings
     journal: Journal | None = None
