@@ -261,7 +261,7 @@ def clip_record(store: Store, key: str) -> dict[str, Any]:
         quality = connection.execute(select(T.clip_quality).where(T.clip_quality.c.clip_id == clip_id)).first()
         from workbench.audio.flags import quality_flags_now
 
-        flags_now = quality_flags_now(connection)  # the one answer (issue 40), with its pool
+        flags_now = quality_flags_now(connection, clip_ids=[clip_id])  # the one answer (issue 40), with its pool
         tagger = current_tagger_row(connection)
         tags = []
         if tagger is not None:

@@ -128,12 +128,49 @@ def test_clips_show_the_review_window_select_fit_and_export_give_one_answer(demo
     assert re.search(r"left out: DEMO-0002: .*clipping", out.out + out.err)
 
 
+def test_the_store_reads_two_acis_for_the_cut_off_and_a_subset_answers_as_the_whole(demo, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import numpy as np
+
+    from storage.models import Clip
+
+    db, _ = _demo_with_a_clipping_clip(demo, tmp_path)
+    store = open_store(db)
+    try:
+        rng = np.random.default_rng(5)
+        with store.write() as s:
+            dataset_id = s.exec(__import__("sqlmodel").select(Clip.dataset_id)).first()
+            extra = [Clip(dataset_id=dataset_id, key=f"x{i:03d}") for i in range(71)]
+            s.add_all(extra)
+            s.flush()
+            s.add_all([ClipQuality(clip_id=c.id, rms_dbfs=-20.0, spectral_flatness=0.1, clipping_ratio=0.0,
+                                   aci=float(a)) for c, a in zip(extra, rng.uniform(100, 900, 70))])
+            s.add(ClipQuality(clip_id=extra[-1].id, aci=None))  # no ACI: not in the pool
+        whole = quality_flags_now(store)
+        with store.read() as connection:
+            from sqlalchemy import select
+
+            from storage import tables as T
+
+            acis = [a for (a,) in connection.execute(select(T.clip_quality.c.aci)) if a is not None]
+        assert whole.pool["clips"] == len(acis) == 74 and whole.pool["raised"] is True
+        assert whole.pool["cut_off"] == pytest.approx(float(np.percentile(acis, 2.0)), rel=1e-12)
+        low = [c for c in whole.measured if "low_complexity" in whole.names(c)]
+        assert len(low) == 2  # 2 % of 74 clips: the two quietest
+        some = sorted(whole.measured)[::7]
+        part = quality_flags_now(store, clip_ids=some)
+        assert part.measured == frozenset(some) and part.pool == whole.pool and len(whole.measured) == 75
+        assert {c: part.of(c) for c in some} == {c: whole.of(c) for c in some}
+    finally:
+        store.dispose()
+
+
 def test_nobody_computes_a_flag_but_the_owner() -> None:
     """The rule (`pool_flags`, the per-clip `quality_flags`, `aci_percentile`) is called only where the
     architecture says: a second computation of a clip's flags makes this fail."""
     allowed = {
-        "pool_flags(": {"workbench/audio/quality.py", "workbench/audio/flags.py", "workbench/curation/model.py",
-                        "workbench/pool/service.py"},
+        "pool_flags(": {"workbench/audio/quality.py", "workbench/curation/model.py", "workbench/pool/service.py"},
+        "clip_flags(": {"workbench/audio/quality.py", "workbench/audio/flags.py"},
+        "relative_pool(": {"workbench/audio/quality.py", "workbench/audio/flags.py"},
         "aci_percentile(": {"workbench/audio/quality.py"},
         "quality_flags(metrics": {"workbench/audio/quality.py", "workbench/audio/service.py"},
         "model.quality_flags(": set(),

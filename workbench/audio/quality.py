@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import asdict, dataclass
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # numpy inside the functions: `aglw clips show` reads quality_flags without it
@@ -182,16 +183,69 @@ def quality_flags(
     return flags
 
 
-def _linear_percentile(values: list[float], percentile: float) -> float:
-    """numpy's default (linear) percentile of sorted ``values``, without numpy (``clips show`` reads it)."""
-    position = (len(values) - 1) * percentile / 100.0
-    low = math.floor(position)
-    high = min(low + 1, len(values) - 1)
-    return values[low] + (values[high] - values[low]) * (position - low)
+def _finite(value: Any) -> float | None:
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
+
+
+def relative_pool(n_measured: int, value_at: Callable[[int], float], thresholds: QualityThresholds = DEFAULT_THRESHOLDS,
+                  *, what: str) -> dict[str, Any]:
+    """The pool a ``low_complexity`` cut-off is relative to, and that cut-off.
+
+    Parameters
+    ----------
+    n_measured
+        How many clips of the pool have a measured (finite) ACI.
+    value_at
+        The k-th smallest of those ACIs (0-based): the cut-off reads two of them, so a caller
+        with a database asks it for two rows instead of reading every clip.
+    thresholds, what
+        As :func:`pool_flags`.
+
+    Returns
+    -------
+    dict
+        ``clips``, ``percentile``, ``cut_off`` (numpy's default, linear percentile; None when not
+        raised), ``minimum``, ``raised``, ``what`` and ``why_not`` (why not raised, else None).
+    """
+    raised = n_measured >= max(1, thresholds.min_relative_pool)
+    cut_off = None
+    if raised:
+        position = (n_measured - 1) * thresholds.aci_percentile / 100.0
+        low = math.floor(position)
+        low_value = value_at(low)
+        high_value = value_at(low + 1) if low + 1 < n_measured else low_value
+        cut_off = low_value + (high_value - low_value) * (position - low)
+    why_not = None
+    if not raised:
+        why_not = (f"low_complexity not raised: {n_measured} {what}, fewer than the {thresholds.min_relative_pool} "
+                   f"its cut-off needs (percentile {thresholds.aci_percentile:g} of a small pool flags its "
+                   "quietest clip whatever it sounds like)")
+    return {"clips": n_measured, "percentile": float(thresholds.aci_percentile), "cut_off": cut_off,
+            "minimum": int(thresholds.min_relative_pool), "raised": raised, "what": what, "why_not": why_not}
 
 
 _METRICS = (("rms_dbfs", "low_level"), ("spectral_flatness", "flat_spectrum"), ("clipping_ratio", "clipping"),
             ("aci", "low_complexity"))
+
+
+def clip_flags(values: tuple[float | None, float | None, float | None, float | None], pool: dict[str, Any],
+               thresholds: QualityThresholds = DEFAULT_THRESHOLDS) -> list[dict[str, Any]]:
+    """The flags of one clip of ``pool`` (:func:`relative_pool`): ``values`` are its (rms_dbfs,
+    spectral_flatness, clipping_ratio, aci); see :func:`pool_flags`."""
+    limits = {"low_level": thresholds.min_rms_dbfs, "flat_spectrum": thresholds.max_spectral_flatness,
+              "clipping": thresholds.max_clipping_ratio, "low_complexity": pool["cut_off"]}
+    flags: list[dict[str, Any]] = []
+    for (metric, name), raw in zip(_METRICS, values):
+        value, limit = _finite(raw), limits[name]
+        if value is None or limit is None:
+            continue
+        below = name in ("low_level", "low_complexity")
+        if (value < limit) if below else (value > limit):
+            flag: dict[str, Any] = {"flag": name, "metric": metric, "value": value, "threshold": float(limit)}
+            if name == "low_complexity":
+                flag["pool"] = {k: pool[k] for k in ("clips", "percentile", "cut_off", "minimum", "what")}
+            flags.append(flag)
+    return flags
 
 
 def pool_flags(
@@ -217,38 +271,11 @@ def pool_flags(
     -------
     (flags, pool)
         clip -> list of ``{"flag", "metric", "value", "threshold"}`` (flagged clips only;
-        ``low_complexity`` also has ``"pool"``), and the pool: ``clips``, ``percentile``,
-        ``cut_off`` (None when not raised), ``minimum``, ``raised``, ``what`` and ``why_not``
-        (why the relative flag was not raised, else None).
+        ``low_complexity`` also has ``"pool"``), and the pool (:func:`relative_pool`).
     """
-
-    def finite(value: Any) -> float | None:
-        return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
-
-    measured = sorted(v for v in (finite(r[3]) for r in rows.values()) if v is not None and math.isfinite(v))
-    raised = len(measured) >= max(1, thresholds.min_relative_pool)
-    cut_off = _linear_percentile(measured, thresholds.aci_percentile) if raised else None
-    why_not = None
-    if not raised:
-        why_not = (f"low_complexity not raised: {len(measured)} {what}, fewer than the {thresholds.min_relative_pool} "
-                   f"its cut-off needs (percentile {thresholds.aci_percentile:g} of a small pool flags its "
-                   "quietest clip whatever it sounds like)")
-    pool = {"clips": len(measured), "percentile": float(thresholds.aci_percentile), "cut_off": cut_off,
-            "minimum": int(thresholds.min_relative_pool), "raised": raised, "what": what, "why_not": why_not}
-    limits = {"low_level": thresholds.min_rms_dbfs, "flat_spectrum": thresholds.max_spectral_flatness,
-              "clipping": thresholds.max_clipping_ratio, "low_complexity": cut_off}
-    flags: dict[Any, list[dict[str, Any]]] = {}
-    for clip, values in rows.items():
-        for (metric, name), raw in zip(_METRICS, values):
-            value, limit = finite(raw), limits[name]
-            if value is None or limit is None:
-                continue
-            below = name in ("low_level", "low_complexity")
-            if (value < limit) if below else (value > limit):
-                flag: dict[str, Any] = {"flag": name, "metric": metric, "value": value, "threshold": float(limit)}
-                if name == "low_complexity":
-                    flag["pool"] = {k: pool[k] for k in ("clips", "percentile", "cut_off", "minimum", "what")}
-                flags.setdefault(clip, []).append(flag)
+    measured = sorted(v for v in (_finite(r[3]) for r in rows.values()) if v is not None and math.isfinite(v))
+    pool = relative_pool(len(measured), measured.__getitem__, thresholds, what=what)
+    flags = {clip: found for clip, values in rows.items() if (found := clip_flags(values, pool, thresholds))}
     return flags, pool
 
 

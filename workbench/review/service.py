@@ -152,7 +152,7 @@ class ReviewService:
             clips = s.exec(restricted(select(Clip), Clip.id).order_by(Clip.key, Clip.id)).all()
             curation = self._latest_curation_run(s)
             theta = float((curation.parameters or {}).get("theta", DEFAULT_THETA)) if curation else DEFAULT_THETA
-            flags_now = quality_flags_now(s)  # the one answer (workbench/audio/flags.py)
+            flags_now = quality_flags_now(s, clip_ids=only)  # the one answer (workbench/audio/flags.py)
             results: dict[int, CurationClipResult] = {}
             if curation is not None:
                 results = {
@@ -248,7 +248,7 @@ class ReviewService:
             judgments = latest_judgments(s, [clip_id], per_alm=True)
             curation = self._latest_curation_run(s)
             theta = float((curation.parameters or {}).get("theta", DEFAULT_THETA)) if curation else DEFAULT_THETA
-            flags_now = quality_flags_now(s)  # the one answer (workbench/audio/flags.py)
+            flags_now = quality_flags_now(s, clip_ids=[clip_id])  # the one answer (workbench/audio/flags.py)
             clip_result = None
             category_results: dict[str, CurationCategoryResult] = {}
             if curation is not None:
