@@ -273,3 +273,26 @@ def test_without_a_check_every_consenting_participant_goes_on(project, capsys) -
     assert flow.participants[0].status == "in progress"
     rc, out, _ = _run(capsys, "--db", db, "study", "participants", "open")
     assert rc == 0 and "no headphone check (1 go on)" in out
+
+
+def test_the_flow_counts_alike_on_sqlite_and_postgresql(any_store, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    store = any_store
+    populate(store)
+    link_audio(store, tmp_path / "media", [f"clip{i:03d}" for i in range(N_AUDIO)])
+    study, _ = web_study.create_study(store, "crowd-1", per_participant=2, attention=["clip000"],
+                                      rules={"min_median_listen_s": 5.0})
+    study, nonces = web_study.invite(store, "crowd-1", 4)
+    deaf, careless, good = (web_session.enter_by_invite(store, study, n) for n in nonces[1:])
+    _check(store, study, deaf, passed=False)
+    _play(store, study, deaf, listen=1.0)
+    _check(store, study, careless)
+    _play(store, study, careless, attention="refuse")
+    _check(store, study, good)
+    _play(store, study, good)
+    flow = web_flow.participant_flow(store, "crowd-1")
+    assert flow.counts == {"invited": 4, "started": 3, "consented": 3, "passed_headphones": 2, "finished": 3,
+                           "excluded": 2, "analyzed": 1}
+    rules = {p.id: p.rules for p in flow.participants}
+    assert rules[deaf] == ("headphones_failed", "min_median_listen_s") and rules[careless] == ("max_attention_missed",)
+    assert web_flow.analyzed_participants(store, study) == {good: next(p.participant for p in flow.participants
+                                                                       if p.id == good)}

@@ -31,7 +31,7 @@ def flow_boxes(counts: dict[str, int], details: dict[str, Any]) -> tuple[list[st
         f"Analyzed: {counts['analyzed']}\n({details['analyzed_rule']})",
     ]
     by_rule = details.get("excluded_by", {})
-    rules = [f"{RULE_LINES.get(rule, rule)}: {n}" for rule, n in by_rule.items() if n]
+    rules = [f"{RULE_LINES.get(rule, rule)}: {n}" for rule, n in by_rule.items()]  # 0s too: every count
     if check == "screen":
         after_check = f"Screened out (failed, screen mode): {details['screened_out']}"
     elif check == "record":
