@@ -136,9 +136,8 @@ def serve(
                                _ENV["secure"]: "1" if secure_cookies else "0",
                                _ENV["proxy"]: "1" if proxy_headers else "0"})
             config = uvicorn.Config("web.server:app_from_environment", factory=True, workers=workers, **common)
-            server = uvicorn.Server(config)
             on_ready(Ready(url, study.name, study.mode))
-            Multiprocess(config, target=server.run, sockets=[sock]).run()
+            Multiprocess(config, sockets=[sock]).run()
     except KeyboardInterrupt:
         # uvicorn finishes the requests in flight on Ctrl-C, then raises the signal again: that
         # is the normal end of serving, not an error
