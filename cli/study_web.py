@@ -57,9 +57,14 @@ def register(study: typer.Typer) -> None:
         seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the participants' orders (default: random)."),
     ) -> None:
         """Create a web study (clips with playable audio only); its exclusion rules are fixed now."""
-        from workbench.studies.web_study import HEADPHONE_CHECKS, MODES, create_study
+        from workbench.studies.web_study import HEADPHONE_CHECKS, MAX_PER_PARTICIPANT, MODES, create_study
 
         check_choice(mode, MODES, "--mode")
+        # out of range is a usage error (exit 2), as for every option (issue 40)
+        if not 1 <= per_participant <= MAX_PER_PARTICIPANT:
+            raise usage_error(f"{per_participant}: give 1 to {MAX_PER_PARTICIPANT} clips", "--per-participant")
+        if target_per_clip < 1:
+            raise usage_error(f"{target_per_clip}: every clip needs at least one guess", "--target-per-clip")
         check_choice(headphone_check, HEADPHONE_CHECKS, "--headphone-check")
         if (selection is None) == (clips is None):
             raise usage_error("give --selection ID|latest or --clips KEY,...|all (one of them)", "--selection / --clips")
@@ -111,6 +116,8 @@ def register(study: typer.Typer) -> None:
         """Signed invitation links, one per line (--open: the panel link that takes PROLIFIC_PID)."""
         if open_ == (n is not None):
             raise usage_error("give --n N for invitation links or --open for the panel link (one of them)", "--n / --open")
+        if n is not None and not 1 <= n <= 10_000:
+            raise usage_error(f"{n}: give 1 to 10,000 invitations at a time", "--n")
         if not re.match(r"^https?://[A-Za-z0-9.\-\[\]:]+(/[^\s<>\"'?#]*)?$", base_url):
             raise usage_error(f"{base_url!r}: give an http(s) address such as {DEFAULT_BASE_URL}", "--base-url")
         from web.server import require_web_extra

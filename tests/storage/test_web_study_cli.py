@@ -73,8 +73,10 @@ def test_study_web_creates_the_study_and_names_the_clips_left_out(project, capsy
     (["--clips", "all", "--selection", "latest"], 2, "one of them"),
     (["--clips", NO_AUDIO], 1, "a web study draws only clips that can be listened to"),
     (["--clips", "all", "--attention", NO_AUDIO], 1, "must be playable"),
-    (["--clips", "all", "--per-participant", "0"], 1, "--per-participant 0"),
-    (["--clips", "all", "--per-participant", "501"], 1, "--per-participant 501"),
+    (["--clips", "all", "--per-participant", "0"], 2, "--per-participant"),
+    (["--clips", "all", "--per-participant", "501"], 2, "give 1 to 500"),
+    (["--clips", "all", "--target-per-clip", "0"], 2, "--target-per-clip"),
+    (["--clips", "all", "--completion-url", "javascript:alert(1)"], 1, "--completion-url"),
     (["--clips", "all", "--max-attention-missed", "-1"], 2, "--max-attention-missed"),
     (["--clips", "all", "--consent", "/nonexistent/consent.md"], 1, "--consent"),
     (["--clips", "nope"], 1, "no clip with key 'nope'"),
@@ -137,6 +139,8 @@ def test_the_open_link_carries_prolifics_placeholders(project, capsys) -> None: 
         assert rc == 2 and "--n" in err
     rc, _, err = _run(capsys, "--db", db, "study", "invite", "crowd-1", "--n", "1", "--base-url", "ftp://x")
     assert rc == 2 and "--base-url" in err
+    rc, _, err = _run(capsys, "--db", db, "study", "invite", "crowd-1", "--n", "0")
+    assert rc == 2 and "--n" in err and _count(store, T.web_participant) == 0
     rc, _, err = _run(capsys, "--db", db, "study", "invite", "crowd-9", "--n", "1")
     assert rc == 1 and "no web study 'crowd-9'" in err
 
