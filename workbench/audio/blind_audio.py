@@ -6,11 +6,13 @@ Essaouira, Maroc"), so the study page never serves a recording as shipped (desig
 :func:`workbench.media.audio_statuses` finds under its dataset's media roots, and written again:
 
 - **Codec: Ogg Vorbis, quality 6** (libsndfile's ``compression_level`` 0.4; the stream header's
-  nominal bit rate is 192 kb/s for 44.1 kHz stereo, about 112 kb/s mono). Vorbis keeps any sample
+  nominal bit rate is 192 kb/s for 44.1 kHz stereo, 71 kb/s for 16 kHz mono). Vorbis keeps any sample
   rate, where libsndfile's Opus takes only 8/12/16/24/48 kHz and would resample the 44.1 kHz
-  recordings; Chromium, Firefox and Safari >= 17.4 play it. At q6 the inter-aural level and time
-  differences that stereo and binaural recordings carry survive (Vorbis' lossless stereo coupling
-  from q6 up keeps the channels' difference; below ~q4 point stereo may merge the high bands).
+  recordings. Chromium (tested: tests/web/test_blind_audio.py) and Firefox play it; Safari's Ogg support
+  is not to be relied on (not checked here). q6 is chosen so that the inter-aural level and time
+  differences that stereo and binaural recordings carry survive: libvorbis codes stereo losslessly
+  coupled from about q6 up, lower settings may merge high bands into point stereo (the tests check
+  that the channels' difference keeps its level on the real recordings).
 - **Channels and sample rate kept**: stereo and binaural cues are clues to the place.
 - **FOA clips (ambiX, FuMa) are served as their binaural render** through the cockpit's decoder
   (:func:`workbench.audio.binaural.make_decoder`, the spherical-head model, yaw 0): 2 channels.
