@@ -37,19 +37,25 @@ CSRF_HEADER = "x-csrf-token"
 # and headphone answers. In-process buckets: with --workers N each worker counts on its own.
 ADDRESS_RATE, ADDRESS_BURST = 20.0, 200.0
 PARTICIPANT_RATE, PARTICIPANT_BURST = 2.0, 20.0
+LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 
 
 class Guard:
     """What every route asks: who is this (signed cookie), may they (rate, origin, CSRF)."""
 
     def __init__(self, study: StudyConfig, *, address_rate: float, address_burst: float,
-                 participant_rate: float, participant_burst: float) -> None:
+                 participant_rate: float, participant_burst: float, proxy_headers: bool = False) -> None:
         self.study = study
+        self.proxy_headers = proxy_headers
         self.by_address = RateLimiter(address_rate, address_burst)
         self.by_participant = RateLimiter(participant_rate, participant_burst)
 
     def address(self, request: Request) -> None:
         host = request.client.host if request.client else "unknown"
+        if not self.proxy_headers and host in LOOPBACK:
+            # a proxy on this machine that does not pass the participants' addresses on: they would
+            # all share one bucket, so only the per-participant limits apply (README: --proxy-headers)
+            return
         if not self.by_address.allow(host):
             raise HTTPException(429, "Too many requests from this address; wait a minute and reload.")
 
@@ -93,7 +99,7 @@ def create_app(
     """
     study = load_study(store, study_name)
     guard = Guard(study, address_rate=address_rate, address_burst=address_burst,
-                  participant_rate=participant_rate, participant_burst=participant_burst)
+                  participant_rate=participant_rate, participant_burst=participant_burst, proxy_headers=proxy_headers)
     render = pages.Renderer(study)
     cache_dir = Path(cache_dir)
 

@@ -49,6 +49,14 @@ def study_clip_ids(store: Store, study: StudyConfig) -> list[int]:
     return sorted(set(ids))
 
 
+def check_workers(store: Store, workers: int) -> None:
+    """Several workers only on PostgreSQL: SQLite takes one writer at a time."""
+    if workers < 1:
+        raise AglwError(f"--workers {workers}: give 1 or more")
+    if workers > 1 and store.engine.dialect.name == "sqlite":
+        raise AglwError("--workers > 1 needs a PostgreSQL project (SQLite allows one writer); serve with one worker")
+
+
 @dataclass(frozen=True)
 class Ready:
     """What the ready line says."""
@@ -105,10 +113,7 @@ def serve(
     from workbench.audio.blind_audio import default_cache_dir
 
     study = load_study(store, study_name)
-    if workers < 1:
-        raise AglwError(f"--workers {workers}: give 1 or more")
-    if workers > 1 and store.engine.dialect.name == "sqlite":
-        raise AglwError("--workers > 1 needs a PostgreSQL project (SQLite allows one writer); serve with one worker")
+    check_workers(store, workers)
     cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     # Transcode every clip before the first participant comes (the blind re-encode is cached by
     # content hash, so a restart finds them done).

@@ -245,6 +245,13 @@ def test_rate_limits_answer_429(study) -> None:  # type: ignore[no-untyped-def]
     flood = app_for(store, "s1", cache, address_rate=0.001, address_burst=5)
     client = TestClient(flood, base_url=BASE)
     assert [client.get("/").status_code for _ in range(7)][-1] == 429
+    # a local proxy that passes no addresses on (no --proxy-headers): all participants would share
+    # one bucket, so the address limit leaves loopback alone; with --proxy-headers it applies
+    local = TestClient(flood, base_url=BASE, client=("127.0.0.1", 50000))
+    assert {local.get("/").status_code for _ in range(7)} == {403}
+    proxied = TestClient(app_for(store, "s1", cache, address_rate=0.001, address_burst=5, proxy_headers=True),
+                         base_url=BASE, client=("127.0.0.1", 50000))
+    assert [proxied.get("/").status_code for _ in range(7)][-1] == 429
 
 
 def test_no_endpoint_lists_clips_or_participants(study) -> None:  # type: ignore[no-untyped-def]
