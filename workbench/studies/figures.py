@@ -20,7 +20,8 @@ DPI = 110
 SMALL_N = 5
 
 
-def _figure(width: float = 6.4, height: float = 4.4, layout: str | None = None):
+def new_figure(width: float = 6.4, height: float = 4.4, layout: str | None = None):
+    """A figure of the studies (Agg, no pyplot: nothing global, safe in a worker thread)."""
     import matplotlib
 
     matplotlib.use("Agg", force=False)
@@ -29,7 +30,8 @@ def _figure(width: float = 6.4, height: float = 4.4, layout: str | None = None):
     return Figure(figsize=(width, height), dpi=DPI, layout=layout)
 
 
-def _png(fig) -> bytes:
+def png_bytes(fig) -> bytes:
+    """``fig`` laid out tight and saved as PNG bytes."""
     buffer = io.BytesIO()
     fig.tight_layout()
     fig.savefig(buffer, format="png", dpi=DPI)
@@ -49,7 +51,7 @@ def sensitivity_heatmaps(result: SweepResult) -> bytes:
     stored = result.reference["theta"]
     nearest = min(thetas, key=lambda t: abs(t - stored))
     panels = list(dict.fromkeys([thetas[0], nearest, thetas[-1]]))
-    fig = _figure(3.6 * len(panels) + 1.2, 4.0, layout="constrained")
+    fig = new_figure(3.6 * len(panels) + 1.2, 4.0, layout="constrained")
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
     image = None
     for ax, theta in zip(axes, panels):
@@ -103,12 +105,12 @@ def write_sensitivity(out: Path, result: SweepResult, *, force: bool = False) ->
 def error_mode_bars(shares: pd.DataFrame, breakdown: str = "all") -> bytes:
     """Error-mode shares per ALM (the paper's figure), or per group of a breakdown."""
     part = shares[shares["breakdown"] == breakdown]
-    fig = _figure(7.0, 4.2)
+    fig = new_figure(7.0, 4.2)
     ax = fig.add_subplot()
     if part.empty:
         ax.text(0.5, 0.5, "no error modes tagged", ha="center", va="center")
         ax.set_axis_off()
-        return _png(fig)
+        return png_bytes(fig)
     key = ["alm"] if breakdown == "all" else ["alm", "group"]
     series = part.assign(series=part[key].astype(str).agg(" · ".join, axis=1))
     wide = series.pivot_table(index="series", columns="mode", values="share", fill_value=0.0)
@@ -129,14 +131,14 @@ def error_mode_bars(shares: pd.DataFrame, breakdown: str = "all") -> bytes:
     ax.set_ylim(0, 1)
     ax.legend(fontsize=7)
     ax.set_title("Error modes per ALM" + ("" if breakdown == "all" else f" by {breakdown}"), fontsize=10)
-    return _png(fig)
+    return png_bytes(fig)
 
 
 @plain_figure_text()  # a name with $ is text, never mathtext
 def baseline_forest(baseline: pd.DataFrame, label: str) -> bytes:
     """Each rater pair's headline coefficient with its cluster-bootstrap interval, grouped by section."""
     part = baseline[baseline["label"] == label].reset_index(drop=True)
-    fig = _figure(9.0, max(2.4, 0.22 * len(part) + 1.2))
+    fig = new_figure(9.0, max(2.4, 0.22 * len(part) + 1.2))
     ax = fig.add_subplot()
     colours = {"expert-expert": "tab:green", "expert-judge": "tab:blue", "judge-judge": "tab:orange",
                "test-retest": "tab:purple"}
@@ -161,19 +163,19 @@ def baseline_forest(baseline: pd.DataFrame, label: str) -> bytes:
     if handles:
         ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.set_title(f"{label}: experts, judges and their re-runs, pair by pair", fontsize=10)
-    return _png(fig)
+    return png_bytes(fig)
 
 
 @plain_figure_text()  # a name with $ is text, never mathtext
 def alt_test_bars(rows: list[dict]) -> bytes:
     """Winning rate and advantage probability of each tested candidate, per label; 0.5 marks a pass."""
     tested = [r for r in rows if not r.get("refused")]
-    fig = _figure(6.8, max(2.4, 0.35 * len(tested) + 1.2))
+    fig = new_figure(6.8, max(2.4, 0.35 * len(tested) + 1.2))
     ax = fig.add_subplot()
     if not tested:
         ax.text(0.5, 0.5, "no candidate could be tested", ha="center", va="center")
         ax.set_axis_off()
-        return _png(fig)
+        return png_bytes(fig)
     y = np.arange(len(tested))[::-1]
     ax.barh(y + 0.18, [r["winning_rate"] for r in tested], 0.36, label="winning rate ω", color="tab:blue")
     ax.barh(y - 0.18, [r["advantage_probability"] for r in tested], 0.36, label="advantage probability ρ",
@@ -183,13 +185,13 @@ def alt_test_bars(rows: list[dict]) -> bytes:
     ax.set_xlim(0, 1)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.set_title("Alternative Annotator Test (pass: ω ≥ 0.5)", fontsize=10)
-    return _png(fig)
+    return png_bytes(fig)
 
 
 @plain_figure_text()  # a name with $ is text, never mathtext
 def confusion(table: pd.DataFrame, title: str) -> bytes:
     """A small confusion matrix with counts."""
-    fig = _figure(3.6, 3.2)
+    fig = new_figure(3.6, 3.2)
     ax = fig.add_subplot()
     ax.imshow(table.to_numpy(), cmap="Blues")
     ax.set_xticks(range(table.shape[1]), list(table.columns), rotation=45, ha="right", fontsize=7)
@@ -199,4 +201,4 @@ def confusion(table: pd.DataFrame, title: str) -> bytes:
     ax.set_xlabel("judge majority", fontsize=8)
     ax.set_ylabel("experts", fontsize=8)
     ax.set_title(title, fontsize=8)
-    return _png(fig)
+    return png_bytes(fig)

@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from workbench.escaping import plain_figure_text
-from workbench.studies.figures import DPI, SMALL_N, _figure, _png
+from workbench.studies.figures import DPI, SMALL_N, new_figure, png_bytes
 
 MAIN_X, SIDE_X = 0.27, 0.755  # centres of the main column and the side column (axes fraction)
 BOX_WIDTH_CHARS = 44  # the lines below are written to fit this; the test checks nothing overlaps
@@ -59,7 +59,7 @@ def flow_boxes(counts: dict[str, int], details: dict[str, Any]) -> tuple[list[st
 def participant_flow_figure(study: str, mode: str, counts: dict[str, int], details: dict[str, Any]):  # type: ignore[no-untyped-def]
     """The CONSORT-style diagram of one study's participant flow (every count in a box)."""
     main, side = flow_boxes(counts, details)
-    fig = _figure(8.6, 7.4)
+    fig = new_figure(8.6, 7.4)
     ax = fig.add_axes((0.0, 0.0, 1.0, 1.0))
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
@@ -108,7 +108,7 @@ def crowd_vs_models_figure(frame: pd.DataFrame, study: str, breakdown: str):  # 
     """
     part = frame[frame["breakdown"] == breakdown]
     models = list(dict.fromkeys(part["model"]))
-    fig = _figure(7.6, 2.6 * max(1, len(models)) + 0.6)
+    fig = new_figure(7.6, 2.6 * max(1, len(models)) + 0.6)
     if not models:
         ax = fig.add_subplot()
         ax.text(0.5, 0.5, "no clip answered by both the crowd and a model", ha="center", va="center")
@@ -142,4 +142,4 @@ def crowd_vs_models_figure(frame: pd.DataFrame, study: str, breakdown: str):  # 
 def crowd_vs_models(frame: pd.DataFrame, study: str, breakdown: str) -> bytes:
     """:func:`crowd_vs_models_figure` as PNG bytes (hatched: fewer than 5 answers)."""
     with plain_figure_text():
-        return _png(crowd_vs_models_figure(frame, study, breakdown))
+        return png_bytes(crowd_vs_models_figure(frame, study, breakdown))
