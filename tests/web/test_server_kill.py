@@ -318,3 +318,50 @@ def test_two_server_processes_on_postgresql_serve_the_same_participants_alternat
     assert rows == distinct == PARTICIPANTS * ITEMS
     for nonce, person in zip(nonces, people):
         assert sorted(stored[nonce]) == sorted(person.acked)
+
+
+def _read_response(sock, first: bytes = b"") -> bytes:  # type: ignore[no-untyped-def]
+    """One HTTP/1.1 response with a Content-Length body from a raw socket."""
+    data = first
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = int(re.search(rb"(?i)content-length:\s*(\d+)", head).group(1))  # type: ignore[union-attr]
+    while len(body) < length:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    return head + b"\r\n\r\n" + body
+
+
+def test_a_slow_reader_keeps_its_connection_for_the_next_request(tmp_path: Path) -> None:
+    """A participant still reading a headphone sound when the server has written it all (a slow link)
+    sends her next request on the same connection: it must be answered, not cut (uvicorn's 5 s
+    keep-alive starts when the response is written, and cut such requests under load in bench W1)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    pytest.importorskip("uvicorn", reason="the [web] extra is not installed")
+    db, nonces = _project(tmp_path)
+    server = Server(db, STUDY, tmp_path / "cache").start()  # type: ignore[arg-type]
+    try:
+        person = Person(_links(db, server.origin, nonces)[0])
+        _enter(person, server.origin)
+        cookie = "; ".join(f"{c.name}={c.value}" for c in person.client.cookies.jar)  # type: ignore[attr-defined]
+        person.client.close()  # type: ignore[attr-defined]
+        parts = urlsplit(server.origin)
+        with socket.create_connection((parts.hostname, parts.port), timeout=30) as sock:
+            request = f"GET /hp/1.wav HTTP/1.1\r\nHost: {parts.netloc}\r\nCookie: {cookie}\r\n\r\n".encode()
+            sock.sendall(request)
+            time.sleep(6.0)  # the participant's link is slow: the server has long finished writing
+            first = _read_response(sock)
+            assert first.startswith(b"HTTP/1.1 200") and len(first) > 700_000
+            sock.sendall(request)
+            second = _read_response(sock)
+            assert second.startswith(b"HTTP/1.1 200"), "the server closed the connection under the next request"
+    finally:
+        _stop(server)
