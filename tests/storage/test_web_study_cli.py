@@ -300,3 +300,15 @@ def test_the_flow_counts_alike_on_sqlite_and_postgresql(any_store, tmp_path) -> 
     assert rules[deaf] == ("headphones_failed", "min_median_listen_s") and rules[careless] == ("max_attention_missed",)
     assert web_flow.analyzed_participants(store, study) == {good: next(p.participant for p in flow.participants
                                                                        if p.id == good)}
+
+
+def test_invite_without_the_web_extra_names_it_in_one_line(project, capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import sys
+
+    store, db = project
+    web_study.create_study(store, "crowd-1", per_participant=3)
+    monkeypatch.setitem(sys.modules, "itsdangerous", None)  # as if the [web] extra were not installed
+    rc, out, err = _run(capsys, "--db", db, "study", "invite", "crowd-1", "--n", "2")
+    assert rc == 1 and out == ""
+    assert len(err.strip().splitlines()) == 1 and "pip install 'agl-workbench[web]'" in err
+    assert _count(store, T.web_participant) == 0  # no invitation minted that could not be signed
