@@ -68,7 +68,6 @@ class EventsController(HeadphonesMixin):
         self.sofa_path: str | None = None
         self.decoder: BinauralDecoder | None = None
         self._items: list[Any] = []
-        self._legend: pg.LegendItem | None = None
         self._updating = False
         self._path: list[tuple[float, float]] = []  # the Ctrl+drag in progress on the direction view
         self._path_curve: pg.PlotDataItem | None = None
@@ -166,18 +165,13 @@ class EventsController(HeadphonesMixin):
         for plot, item in self._items:
             plot.removeItem(item)
         self._items = []
-        if self._legend is not None:
-            scene = self._legend.scene()
-            if scene is not None:
-                scene.removeItem(self._legend)
-            self._legend = None
+        # The classes' key sits beside the direction view's caption, above the plot: a legend inside
+        # the view was drawn over the tracks (issue 39).
+        key: list[tuple[pg.PlotDataItem, str]] = []
         if not self.events:
+            pv.set_direction_key(key)
             return
         y0, y1 = pv.spec_plot.viewRange()[1]
-        # bottom right: the direction view's note takes the top rows (a legend there was drawn over it)
-        legend = pg.LegendItem(offset=(-10, -5), labelTextColor="#eeeeee", brush=pg.mkBrush(20, 20, 20, 200))
-        legend.setParentItem(pv.direction_plot.getViewBox())
-        self._legend = legend
         shown: set[str] = set()
         for event in self.events:
             colour = class_colour(event.class_name)
@@ -207,7 +201,8 @@ class EventsController(HeadphonesMixin):
                 self._items.append((pv.direction_plot, mirror))
             if event.class_name not in shown:
                 shown.add(event.class_name)
-                legend.addItem(curve, event.class_name)
+                key.append((curve, event.class_name))
+        pv.set_direction_key(key)
 
     # ------------------------------------------------------------------ gestures
 

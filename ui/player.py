@@ -26,9 +26,11 @@ from PySide6.QtWidgets import (
     QComboBox,
     QDoubleSpinBox,
     QGraphicsRectItem,
+    QGraphicsTextItem,
     QHBoxLayout,
     QLabel,
     QPushButton,
+    QSizePolicy,
     QStackedLayout,
     QVBoxLayout,
     QWidget,
@@ -76,6 +78,65 @@ def _legend(colormap: str, label: str, values: tuple[float, float] = (0.0, 1.0))
     bar.setContentsMargins(0, _LEGEND_MARGIN_PX, 0, _LEGEND_MARGIN_PX)
     bar.axis.setStyle(hideOverlappingLabels=_LEGEND_MARGIN_PX)
     return bar
+
+
+class PlotCaption(pg.GraphicsWidget):
+    """A plot's caption, in its own row above the plot: never drawn over the data.
+
+    The text wraps to the width the layout gives and the row is as tall as its lines. A ``key``
+    (a legend of what is drawn on the plot) sits at the row's right end, the text beside it.
+    """
+
+    _GAP_PX = 8
+
+    def __init__(self, colour: str = "#dddddd") -> None:
+        super().__init__()
+        self.textItem = QGraphicsTextItem(self)
+        self.textItem.setDefaultTextColor(pg.mkColor(colour))
+        self.textItem.document().setDocumentMargin(2)
+        self.key: pg.LegendItem | None = None
+        self._fitting = False
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.setMinimumWidth(40)
+        self.fit()
+
+    def setText(self, text: str) -> None:  # noqa: N802 - the name pg.TextItem has
+        self.textItem.setPlainText(text)
+        self.fit()
+
+    def text(self) -> str:
+        return self.textItem.toPlainText()
+
+    def set_key(self, key: pg.LegendItem) -> None:
+        """Show ``key`` at the caption's right end (it refits when the key's entries change)."""
+        self.key = key
+        key.setParentItem(self)
+        key.geometryChanged.connect(self.fit)
+        self.fit()
+
+    def resizeEvent(self, event) -> None:  # type: ignore[no-untyped-def]  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        self.fit()
+
+    def fit(self) -> None:
+        if self._fitting:
+            return
+        self._fitting = True
+        try:
+            width = max(self.size().width(), 40.0)
+            key = self.key if self.key is not None and self.key.isVisible() and self.key.items else None
+            key_width = key.width() + self._GAP_PX if key is not None else 0.0
+            self.textItem.setTextWidth(max(width - key_width, 40.0))
+            height = self.textItem.boundingRect().height() if self.text() else 0.0
+            if key is not None:
+                key.setPos(width - key.width(), 0.0)
+                height = max(height, key.height())
+            if abs(height - self.maximumHeight()) > 0.5 or abs(height - self.minimumHeight()) > 0.5:
+                self.setMinimumHeight(height)
+                self.setMaximumHeight(height)
+                self.updateGeometry()
+        finally:
+            self._fitting = False
 
 
 class TimeViewBox(pg.ViewBox):
@@ -168,9 +229,16 @@ class PlayerView(TagLaneMixin, TransportMixin, QWidget):
         self.wave_plot = self.graphics.addPlot(row=0, col=0, viewBox=TimeViewBox())
         self.spec_plot = self.graphics.addPlot(row=1, col=0, viewBox=TimeViewBox())
         self.tags_plot = self.graphics.addPlot(row=2, col=0, viewBox=TimeViewBox())
-        self.direction_plot = self.graphics.addPlot(row=3, col=0, viewBox=TimeViewBox())
+        # The direction view's caption (what it shows, what it cannot tell) in a row above it, with
+        # the key of what is drawn on it (the events' classes): text beside the data, never on it.
+        self.direction_note = PlotCaption()
+        self.graphics.addItem(self.direction_note, row=3, col=0, colspan=2)
+        self.direction_key = pg.LegendItem(labelTextColor="#eeeeee", colCount=8)
+        self.direction_key.setVisible(False)
+        self.direction_note.set_key(self.direction_key)
+        self.direction_plot = self.graphics.addPlot(row=4, col=0, viewBox=TimeViewBox())
         layout = self.graphics.ci.layout
-        for row, stretch in enumerate((1, 3, 1, 2)):
+        for row, stretch in enumerate((1, 3, 1, 0, 2)):
             layout.setRowStretchFactor(row, stretch)
         for plot in (self.wave_plot, self.tags_plot, self.direction_plot):
             plot.setXLink(self.spec_plot)
@@ -196,7 +264,7 @@ class PlayerView(TagLaneMixin, TransportMixin, QWidget):
         self.tags_legend = _legend("viridis", "probability")
         self.direction_legend = _legend("magma", _DIRECTION_LEGENDS["azimuth"])
         self.direction_legend.setVisible(False)
-        for row, legend in ((1, self.spec_legend), (2, self.tags_legend), (3, self.direction_legend)):
+        for row, legend in ((1, self.spec_legend), (2, self.tags_legend), (4, self.direction_legend)):
             self.graphics.addItem(legend, row=row, col=1)
         # Major and minor ticks only: the time axis is redrawn on every scroll/zoom step.
         self.direction_plot.getAxis("bottom").setStyle(maxTickLevel=1, maxTextLevel=1)
@@ -213,10 +281,6 @@ class PlayerView(TagLaneMixin, TransportMixin, QWidget):
         self.direction_image = ArgbImageItem()
         self._direction_table = colour_table(_lut("magma"))
         self.direction_plot.addItem(self.direction_image)
-        # On a dark backing: the note sits over the direction image's top-left corner and must stay
-        # readable over a bright trace (it says what the view cannot tell, e.g. front from back).
-        self.direction_note = pg.TextItem("", color="#dddddd", anchor=(0, 0), fill=pg.mkBrush(0, 0, 0, 220))
-        self.direction_plot.addItem(self.direction_note, ignoreBounds=True)
         self.tag_segments: list[QGraphicsRectItem] = []  # one per span, with its tooltip
         self._segments: list[TagSegment] = []
         self._timelines: list = []
@@ -224,7 +288,6 @@ class PlayerView(TagLaneMixin, TransportMixin, QWidget):
         self.hidden_tags: list = []
         # the lanes that fit follow the plot's height (a taller window shows more tags)
         self.tags_plot.getViewBox().sigResized.connect(self._layout_lanes)
-        self.direction_plot.getViewBox().sigResized.connect(self._fit_direction_note)
 
         self.playheads = []
         for plot in (self.wave_plot, self.spec_plot, self.tags_plot, self.direction_plot):
@@ -390,7 +453,6 @@ class PlayerView(TagLaneMixin, TransportMixin, QWidget):
             self.direction_image.clear()
             self.direction_legend.setVisible(False)
             self.direction_note.setText(view.note if view else "")
-            self.direction_note.setPos(0.0, 1.0)
             self.direction_plot.setYRange(0, 1, padding=0)
             return
         peak = float(np.nanmax(view.image)) if view.image.size else 0.0
@@ -403,14 +465,16 @@ class PlayerView(TagLaneMixin, TransportMixin, QWidget):
         self.direction_legend.setVisible(True)
         self.direction_plot.getAxis("left").setToolTip(view.y_label)
         self.direction_plot.setYRange(low, high, padding=0)
-        self.direction_note.setText(f"{view.note}\nAxis: {view.y_label}." if view.y_label else view.note)
-        self.direction_note.setPos(0.0, high)
+        self.direction_note.setText(f"{view.note} Axis: {view.y_label}." if view.y_label else view.note)
 
-    def _fit_direction_note(self, *_args: object) -> None:
-        """Wrap the direction note to the plot's width: it must not run under the colour bar."""
-        width = self.direction_plot.getViewBox().width()
-        if width > 40:
-            self.direction_note.setTextWidth(width - 8)
+    def set_direction_key(self, entries: Sequence[tuple[pg.PlotDataItem, str]]) -> None:
+        """The key of what is drawn on the direction view (one sample item and its name per entry),
+        beside the view's caption above the plot; no entries hide it."""
+        self.direction_key.clear()
+        for item, name in entries:
+            self.direction_key.addItem(item, name)
+        self.direction_key.setVisible(bool(entries))
+        self.direction_note.fit()
 
     def set_time_references(self, seconds: Sequence[float]) -> None:
         """Mark the reasoning's time references on the time axis."""

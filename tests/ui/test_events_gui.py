@@ -137,7 +137,7 @@ def test_the_demo_events_show_on_both_views(make_window, demo_store) -> None:  #
     boxes = [item for plot, item in controller._items if plot is window.player_view.spec_plot]
     tracks = [item for plot, item in controller._items if plot is window.player_view.direction_plot]
     assert len(boxes) == 4 and len(tracks) == 4
-    assert controller._legend is not None
+    assert [label.text for _sample, label in window.player_view.direction_key.items] == ["Bird"]  # beside the caption
 
 
 def _mouse_gesture(window, plot, points, modifiers) -> None:  # type: ignore[no-untyped-def]

@@ -8,6 +8,8 @@ Evidence tab, the Events dock, guess mode, every cockpit view (floated at the wi
   is measured with ``QFontMetrics.horizontalAdvance``), and no word-wrapped label is cut off below;
 * a scroll area shows a useful part of what it holds (not only a check box of a whole panel);
 * no text drawn in a plot (text items, axis titles, tick labels) overlaps another text;
+* no caption or legend in a plot is drawn over the data of a view box that shows an image or a
+  trace (captions go above the plot, legends beside it; issue 39);
 * every colour that codes data has a legend that shows the colour itself (a swatch), and no
   colour is written out as text (``[#e6194b]``).
 """
@@ -214,6 +216,68 @@ def overlapping_plot_texts(root: QWidget) -> list[str]:
     return problems
 
 
+def _holds_data(box) -> bool:  # type: ignore[no-untyped-def]
+    """Whether a view box shows an image or a trace (a curve or points with data)."""
+    import pyqtgraph as pg
+
+    from ui.image_items import ArgbImageItem
+
+    for item in box.addedItems:
+        if not item.isVisible():
+            continue
+        if isinstance(item, ArgbImageItem) and item.image is not None:
+            return True
+        if isinstance(item, pg.ImageItem) and item.image is not None:
+            return True
+        if isinstance(item, (pg.PlotDataItem, pg.PlotCurveItem, pg.ScatterPlotItem)):
+            xs = item.getData()[0] if not isinstance(item, pg.ScatterPlotItem) else item.data["x"]
+            if xs is not None and len(xs):
+                return True
+    return False
+
+
+def captions_over_data(root: QWidget) -> list[str]:
+    """Captions (texts that are not an axis's) and legends drawn over a view box's data area.
+
+    A caption belongs above the plot or in its axis title, a legend outside the data (issue 39):
+    no such item's scene rectangle may meet the rectangle of a view box that shows an image or a trace.
+    """
+    import pyqtgraph as pg
+    from PySide6.QtWidgets import QGraphicsTextItem
+
+    problems = []
+    views = [root] if isinstance(root, pg.GraphicsView) else []
+    for view in views + root.findChildren(pg.GraphicsView):
+        if not _shown(view):
+            continue
+        items = view.scene().items()
+        boxes = [item for item in items if isinstance(item, pg.ViewBox) and item.isVisible()
+                 and all(p.isVisible() for p in _ancestors(item)) and _holds_data(item)]
+        for item in items:
+            if not item.isVisible() or not all(p.isVisible() for p in _ancestors(item)):
+                continue
+            if isinstance(item, pg.LegendItem):
+                if not item.items:
+                    continue
+                name = "legend " + ", ".join(label.text for _sample, label in item.items)
+            elif isinstance(item, QGraphicsTextItem):
+                if any(isinstance(p, (pg.AxisItem, pg.LegendItem)) for p in _ancestors(item)):
+                    continue  # axis titles and tick labels sit beside the data; a legend is judged whole
+                text = item.toPlainText().strip()
+                if not text or item.opacity() == 0:
+                    continue
+                name = f"caption {text[:50]!r}"
+            else:
+                continue
+            rect = item.sceneBoundingRect()
+            for box in boxes:
+                overlap = rect.intersected(box.sceneBoundingRect())
+                if overlap.width() > 1 and overlap.height() > 1:
+                    problems.append(f"{name} drawn over the data of a plot")
+                    break
+    return problems
+
+
 def colours_without_legend(root: QWidget) -> list[str]:
     """Colours that code data without a swatch of them in a visible legend, and colours as text."""
     import pyqtgraph as pg
@@ -260,7 +324,7 @@ def colours_without_legend(root: QWidget) -> list[str]:
 
 def readability_problems(root: QWidget) -> list[str]:
     return (clipped_texts(root) + cramped_scroll_areas(root) + overlapping_plot_texts(root)
-            + colours_without_legend(root))
+            + captions_over_data(root) + colours_without_legend(root))
 
 
 # ---------------------------------------------------------------------------------------------- the views
@@ -318,6 +382,53 @@ def test_every_view_is_readable(fitted_window, qtbot, size, monkeypatch) -> None
     dialog.close()
     failures = [f"{view}: {problem}" for view, found in problems.items() for problem in found]
     assert not failures, "\n".join(failures)
+
+
+DEMO_LAYOUTS = {"DEMO-0001": "mono", "DEMO-0002": "stereo", "DEMO-0003": "binaural", "DEMO-0004": "ambix"}
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_plot_captions_and_legends_leave_the_data_free(fitted_window, size) -> None:  # type: ignore[no-untyped-def]
+    """Every channel layout (the direction view's caption differs per layout), with the Events dock in
+    front and the demo expert's events drawn: no caption or legend over a plot's data (issue 39)."""
+    import pyqtgraph as pg
+
+    window = fitted_window(size)
+    window.spatial_events.dock.show()
+    window.spatial_events.dock.raise_()
+    failures = []
+    for key, layout in DEMO_LAYOUTS.items():
+        window.open_clip(window.review.clip_id_for_key(key))
+        _settle()
+        player = window.player_view
+        if layout == "ambix":  # the demo expert's Bird events are on the FOA clip: their legend is shown
+            legends = [item for item in player.graphics.scene().items()
+                       if isinstance(item, pg.LegendItem) and item.items]
+            assert legends, "the FOA clip's events have no legend"
+        if layout != "mono":  # the direction view shows a trace, with its caption
+            assert player.direction_image.image is not None, key
+        failures += [f"{key} ({layout}): {problem}" for problem in captions_over_data(window)]
+    assert not failures, "\n".join(failures)
+
+
+def test_the_checker_sees_a_caption_over_an_image(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """The caption check itself can fail: a text item and a legend inside a plot with an image."""
+    import numpy as np
+    import pyqtgraph as pg
+
+    widget = pg.PlotWidget()
+    widget.addItem(pg.ImageItem(np.ones((10, 10))))
+    text = pg.TextItem("a caption", anchor=(0, 0))
+    text.setPos(2, 8)
+    widget.addItem(text)
+    curve = widget.plot([1, 2, 3], [1, 2, 3], name="Bird")
+    widget.addLegend().addItem(curve, "Bird")
+    widget.resize(400, 300)
+    qtbot.addWidget(widget)
+    widget.show()
+    _settle()
+    found = captions_over_data(widget)
+    assert any("a caption" in p for p in found) and any("legend Bird" in p for p in found), found
 
 
 def test_the_checker_sees_a_cut_header_and_an_elided_tab(qtbot) -> None:  # type: ignore[no-untyped-def]
