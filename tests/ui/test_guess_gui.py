@@ -152,3 +152,30 @@ def test_a_blind_study_plan_starts_its_annotators_blind(make_window, demo_store)
     assert not window.judges_visible() and window.clip_panel.reveal.isEnabled()
     # a plan that is not blind leaves the machine's setting alone
     assert make_window(annotator="carol").blind_mode is False
+
+
+def test_the_slider_shows_the_saved_confidence(make_window, demo_store, qtbot) -> None:  # type: ignore[no-untyped-def]
+    """Saved with 0.60, the guess's confidence stays on the slider: after the save, on coming back
+    to the clip, and in a window opened later (issue 39)."""
+    window = make_window()
+    window.show()
+    qtbot.waitExposed(window)
+    clip_id = _first_clip_with_truth_and_answers(window)
+    window.open_clip(clip_id)
+    guess = window.guess_mode
+    guess.set_active(True)
+    guess.place(*PARIS)
+    guess.controls.confidence.setValue(60)
+    assert guess.save()
+    assert guess_records(demo_store).iloc[0]["confidence"] == pytest.approx(0.6)
+    assert guess.controls.confidence.value() == 60 and guess.controls.confidence_label.text() == "0.60"
+    window.step_clip(1)
+    guess.controls.confidence.setValue(50)  # the next clip's guess starts elsewhere
+    window.open_clip(clip_id)
+    assert guess.controls.confidence.value() == 60 and guess.controls.confidence_label.text() == "0.60"
+
+    later = make_window()
+    later.show()
+    later.open_clip(clip_id)
+    later.guess_mode.set_active(True)
+    assert later.guess_mode.controls.confidence_label.text() == "0.60"

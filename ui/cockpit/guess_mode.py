@@ -180,6 +180,8 @@ class GuessMode(QObject):
             return
         guess = self.stored
         assert guess.latitude is not None and guess.longitude is not None
+        if guess.confidence is not None:  # the slider shows the saved guess's confidence, not the last one set
+            c.confidence.setValue(round(guess.confidence * 100))
         self.marker.setData([guess.longitude], [guess.latitude])
         truth = self.map.true_point
         if truth is not None:

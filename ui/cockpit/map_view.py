@@ -29,6 +29,7 @@ PALETTE = ["#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#42d4f4", "#f
 ERROR_RANGE_KM = (10.0, 20_000.0)  # colour scale of the overview, logarithmic
 POOL_LEGEND_KM = (10.0, 100.0, 1000.0, 20_000.0)  # the overview's legend: swatches at these errors
 TRUTH_COLOUR = "#ffd700"
+COAST_RESOLUTION = "l"
 
 
 def _coordinate(text: object, limit: float) -> float | None:
@@ -70,11 +71,16 @@ class MapView(QWidget):
             self.plot.addItem(item)
         self.outline_problem: str | None = None
         try:
-            self.coast.setData(*outline_path("gshhs", "c"))
+            # The low resolution with the large lakes (the Great Lakes, the Caspian): some 70,000 points,
+            # ~10 ms more a repaint than the crude one, which has no lakes; the borders stay crude.
+            self.coast.setData(*outline_path("gshhs", COAST_RESOLUTION, lakes=True))
             self.borders.setData(*outline_path("countries", "c"))
         except AglwError as exc:
             self.outline_problem = str(exc)
+        self._framed: list[tuple[float, float]] = []
         self.plot.setRange(xRange=(-180, 180), yRange=(-90, 90), padding=0.02)
+        # The view box gets its final size after the widget's resize (axes, legends below): frame again then.
+        self.plot.getPlotItem().getViewBox().sigResized.connect(self._reframe)
 
         self.pool_model = QComboBox()
         self.pool_model.addItem("(no overview)", None)
@@ -153,7 +159,7 @@ class MapView(QWidget):
         if has_truth:
             self.true_point = (float(detail.longitude), float(detail.latitude))
             self.truth.setData([self.true_point[0]], [self.true_point[1]])
-            entries.append((TRUTH_COLOUR, f"true location of {detail.key}", "square"))
+            entries.append((TRUTH_COLOUR, f"true location of {detail.key}", "star"))  # the marker's shape
         spots = []
         for index, prediction in enumerate(detail.predictions):
             lat = _coordinate(prediction.predicted_latitude, 90.0)
@@ -184,20 +190,38 @@ class MapView(QWidget):
         return lines + [label.text() for label in self.swatches.findChildren(QLabel) if label.text()]
 
     def frame(self, positions: list[tuple[float, float]], min_span: float = 40.0) -> None:
-        """Zoom to ``positions`` (at least ``min_span`` degrees wide), or the whole world when empty."""
+        """Zoom to ``positions`` (at least ``min_span`` degrees wide), or the whole world when empty.
+
+        The whole span asked is shown: with the aspect locked (1° = 1°) the view box widens the
+        other direction to fit its shape, it never crops (the world at 1280×800 keeps ±180°).
+        The same positions are framed again when the view box is resized.
+        """
+        self._framed = list(positions)
         if not positions:
-            self.plot.setRange(xRange=(-180, 180), yRange=(-90, 90), padding=0.02)
+            self._show_span(-180.0, 180.0, -90.0, 90.0, margin=0.02)
             return
         xs, ys = zip(*positions)
         cx, cy = (min(xs) + max(xs)) / 2, (min(ys) + max(ys)) / 2
         half_x = max(max(xs) - min(xs), min_span) / 2 * 1.2
         half_y = max(max(ys) - min(ys), min_span / 2) / 2 * 1.2
-        self.plot.setRange(xRange=(cx - half_x, cx + half_x), yRange=(cy - half_y, cy + half_y), padding=0.0)
+        self._show_span(cx - half_x, cx + half_x, cy - half_y, cy + half_y)
 
-    def resizeEvent(self, event) -> None:  # type: ignore[no-untyped-def]  # noqa: N802 - Qt override
-        # the aspect lock needs a real size: re-frame once the widget has one
-        super().resizeEvent(event)
-        self.frame([(p.longitude, p.latitude) for p in self.points] + ([self.true_point] if self.true_point else []))
+    def _show_span(self, x0: float, x1: float, y0: float, y1: float, margin: float = 0.0) -> None:
+        box = self.plot.getPlotItem().getViewBox()
+        width, height = box.width(), box.height()
+        mx, my = (x1 - x0) * margin, (y1 - y0) * margin
+        x0, x1, y0, y1 = x0 - mx, x1 + mx, y0 - my, y1 + my
+        if width > 1 and height > 1:  # widen the short direction to the box's shape (1° = 1°)
+            if (x1 - x0) / (y1 - y0) > width / height:
+                grow = ((x1 - x0) * height / width - (y1 - y0)) / 2
+                y0, y1 = y0 - grow, y1 + grow
+            else:
+                grow = ((y1 - y0) * width / height - (x1 - x0)) / 2
+                x0, x1 = x0 - grow, x1 + grow
+        self.plot.setRange(xRange=(x0, x1), yRange=(y0, y1), padding=0.0)
+
+    def _reframe(self, *_args: object) -> None:
+        self.frame(self._framed)
 
     def show_pool(self, model: str | None) -> None:
         """Colour every clip's true location by ``model``'s error (log scale, 10 km … 20,000 km)."""
