@@ -31,6 +31,22 @@ def _show_view(window, view: str, size: tuple[int, int]):  # type: ignore[no-unt
     return window.cockpit.detach(view, size)
 
 
+def screenshot_viewer(store, annotator: str | None) -> AnnotatorInfo:  # type: ignore[no-untyped-def]
+    """Who the rendered window sees the project as; nothing is stored.
+
+    ``annotator`` when that expert exists, else a viewer of that name (default ``screenshot``) who is
+    not stored. Without a name, a demo project is seen as ``aglw demo`` opens it, as the demo's
+    expert: events are per annotator, and the demo's are that expert's (anyone else sees an empty
+    Events dock).
+    """
+    from workbench.demo import DEMO_ANNOTATOR
+
+    info = LabelService(store).find_annotator(annotator or DEMO_ANNOTATOR)  # that expert exists in a demo project only
+    if info is None:
+        info = AnnotatorInfo(id=-1, name=annotator or "screenshot", role="expert", pseudonym="viewer")
+    return info
+
+
 def render_screenshot(db: str, clip_key: str, out: Path, size: tuple[int, int] = (1600, 1000),
                       annotator: str | None = None, view: str = "review", *,
                       overwrite: bool = False) -> tuple[Path, tuple[int, int]]:
@@ -49,7 +65,8 @@ def render_screenshot(db: str, clip_key: str, out: Path, size: tuple[int, int] =
 
     The window has the default layout (a layout remembered by ``aglw gui`` is neither used nor
     changed). Rendering writes nothing to the project: the window sees it as ``annotator`` when that
-    expert exists, else as a viewer who is not stored (no annotator row is added). An existing
+    expert exists, else as a viewer who is not stored (no annotator row is added); without
+    ``annotator`` a demo project as its expert (:func:`screenshot_viewer`). An existing
     ``out`` is refused unless ``overwrite``.
     """
     out = check_file_target(out, force=overwrite)  # before the window is built; links never followed
@@ -60,9 +77,7 @@ def render_screenshot(db: str, clip_key: str, out: Path, size: tuple[int, int] =
     store = open_store(db)
     window = None
     try:
-        info = LabelService(store).find_annotator(annotator) if annotator else None
-        if info is None:
-            info = AnnotatorInfo(id=-1, name=annotator or "screenshot", role="expert", pseudonym="viewer")
+        info = screenshot_viewer(store, annotator)
         # The default layout at the size asked; the reviewer's remembered layout is neither used nor changed.
         window = MainWindow(store, info, player=Player(NullSink()), force_sync=True, remember_layout=False)
         window.resize(*size)

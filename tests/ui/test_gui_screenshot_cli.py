@@ -141,3 +141,25 @@ def test_a_screenshot_neither_uses_nor_changes_the_remembered_layout(qapp, demo_
     assert bytes(settings.value("window_state")) == b"the reviewer's layout"
     assert bytes(settings.value("geometry")) == b"the reviewer's geometry"
     assert QImage(str(second)).width() == 1600  # the default size, not the one remembered from the first
+
+
+def test_a_demo_screenshot_shows_what_the_demo_opens_with(qapp, demo_db, store) -> None:  # type: ignore[no-untyped-def]
+    """Without --annotator a demo project is seen as `aglw demo` opens it: as the demo's expert, whose
+    events fill the Events dock (issue 39); another project as an unstored viewer."""
+    from storage import open_store
+    from ui.screenshot import screenshot_viewer
+    from workbench.demo import DEMO_ANNOTATOR
+    from workbench.clip_ids import clip_id_for_key
+    from workbench.events.service import EventService
+
+    demo = open_store(demo_db)
+    try:
+        viewer = screenshot_viewer(demo, None)
+        assert viewer.name == DEMO_ANNOTATOR and viewer.id > 0
+        clip_id = clip_id_for_key(demo, "DEMO-0004")
+        assert len(EventService(demo).events(clip_id, annotator_id=viewer.id)) == 4  # what the dock lists
+        assert screenshot_viewer(demo, "nobody here").id == -1  # a name asked for is kept, not stored
+    finally:
+        demo.dispose()
+    other = screenshot_viewer(store, None)
+    assert other.name == "screenshot" and other.id == -1
