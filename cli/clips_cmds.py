@@ -76,6 +76,7 @@ def clips_list(
 @clips_app.command("show")
 def clips_show(ctx: typer.Context, key: str = typer.Argument(..., help="The clip's dataset key.")) -> None:
     """Everything about one clip: metadata, audio, quality, tags (names), predictions, judgments, labels."""
+    from workbench.formatting import coordinate, count, km, probability, score
     from workbench.project import clip_record
 
     app = app_context(ctx)
@@ -89,7 +90,7 @@ def clips_show(ctx: typer.Context, key: str = typer.Argument(..., help="The clip
         f"{record['key']}  ({record['dataset']})",
         f"title: {record['title'] or ''}",
         f"place: {record['city'] or '?'}, {record['country'] or '?'} ({record['continent'] or '?'})  "
-        f"lat {record['latitude']}, lon {record['longitude']}{derived}",
+        f"lat {coordinate(record['latitude'], '?')}, lon {coordinate(record['longitude'], '?')}{derived}",
         f"audio: {audio['path'] if audio['state'] == 'ok' else audio['message']}",
     ]
     credits = [f"{name} {record[name]}" for name in ("licence", "recordist", "url", "recorded_at") if record[name]]
@@ -100,17 +101,19 @@ def clips_show(ctx: typer.Context, key: str = typer.Argument(..., help="The clip
 
         lines.append("extra: " + json.dumps(record["extra"], ensure_ascii=False, sort_keys=True))
     if audio["sample_rate"]:
-        lines.append(f"       {audio['n_channels']} ch, {audio['sample_rate']} Hz, {audio['duration_s']:.1f} s, "
+        lines.append(f"       {audio['n_channels']} ch, {count(audio['sample_rate'])} Hz, {score(audio['duration_s'])} s, "
                      f"layout {audio['layout'] or 'unknown'}")
     if record["quality"]:
         lines.append(_quality_line(record))
     if record["tags"]:
-        top = ", ".join(f"{t['name'] or t['id']} {t['probability']:.2f}" for t in record["tags"][:10])
+        top = ", ".join(f"{t['name'] or t['id']} {probability(t['probability'])}" for t in record["tags"][:10])
         lines.append(f"tags ({record['tagger']['model']}): {top}")
     for p in record["predictions"]:
-        error = "distance undefined" if p.get("error_km") is None else f"{p['error_km']:,.1f} km from the clip"
+        error = "distance undefined" if p.get("error_km") is None else f"{km(p['error_km'])} from the clip"
+        position = (f"{coordinate(p['predicted_latitude'], str(p['predicted_latitude']))}, "
+                    f"{coordinate(p['predicted_longitude'], str(p['predicted_longitude']))}")
         lines.append(f"prediction {p['model']}: {p['predicted_city'] or '?'}, {p['predicted_country'] or '?'} "
-                     f"({p['predicted_latitude']}, {p['predicted_longitude']}); {error}"
+                     f"({position}); {error}"
                      + ("; refused" if p.get("refused") else ""))
     for j in record["judgments"]:
         what = (f"{j['contribution']} {j['effect'] or ''}".strip() if j["status"] == "ok"

@@ -467,19 +467,22 @@ def compare_cmd(
     if app.json:
         emit_json(result)
         return
-    from workbench.formatting import count, formatted
+    from workbench.formatting import count, formatted, metric_difference
     from workbench.formatting import metric_title as header
 
     a, b = (escape(n) for n in result["models"])
     table = Table(title=f"{a} vs {b} on the {count(result['n_common'])} clips both answered ({profile} profile); "
-                        f"p-values Holm-corrected over the {len(result['metrics'])} metrics")
+                        f"p-values Holm-corrected over the {len(result['metrics'])} metrics",
+                  caption=f"{a} − {b}: the difference with the paired bootstrap's 95 % interval (clips resampled, "
+                          f"B = {count(bootstrap)}); rates in percentage points (pp).")
     for column in ("metric", "n", a, b, f"{a} − {b}", "test", "p", "p (Holm)"):
         table.add_column(column, justify="left" if column in ("metric", "test") else "right")
     for row in result["metrics"]:
         p, p_holm = formatted(row["p_value"], "p_value"), formatted(row["p_holm"], "p_value")
-        difference = _format(row["metric"], row["difference"])
+        difference = escape(metric_difference(row["metric"], row["difference"]))
         if row.get("ci") and row["ci"][0] is not None:
-            difference += f" [{_format(row['metric'], row['ci'][0])}, {_format(row['metric'], row['ci'][1])}]"
+            low, high = (escape(metric_difference(row["metric"], v)) for v in row["ci"])
+            difference += f" [{low}, {high}]"
         test = "McNemar exact" if row["test"] == "mcnemar_exact" else f"paired bootstrap (B = {count(bootstrap)})"
         table.add_row(header(row["metric"]), count(row["n"]), _format(row["metric"], row["a"]),
                       _format(row["metric"], row["b"]), difference, test, p, p_holm)

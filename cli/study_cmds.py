@@ -378,10 +378,11 @@ def register(app: typer.Typer) -> None:
             return
         if not rows:
             show("no location guesses yet (aglw study guess --clip KEY --lat .. --lon .. --confidence ..)")
+        from workbench.formatting import count, km, probability, score
+
         for r in rows:
-            show(f"{r['model']}: n = {r['n']}, mean distance {r['distance_error_km']:.0f} km, "
-                 f"GeoScore {r['geoscore_mean']:.3f}, mean confidence "
-                 f"{'–' if r['mean_confidence'] is None else format(r['mean_confidence'], '.2f')}")
+            show(f"{r['model']}: n = {count(r['n'])}, mean distance {km(r['distance_error_km'])}, "
+                 f"GeoScore {score(r['geoscore_mean'])}, mean confidence {probability(r['mean_confidence'])}")
 
     from cli.study_web import register as register_web
 

@@ -2,8 +2,9 @@
 
 Every view and the CLI's text output format what they show through these functions, so a
 distance, an accuracy, a probability or a level reads the same everywhere (``10,771 km``,
-``75.0 %``, ``0.88``, ``-19.2 dBFS``). ``--json`` output never goes through here: it keeps
-full precision. Missing values (None, NaN) read as an empty string or ``—`` (``missing``).
+``75.0 %``, ``0.88``, ``-19.2 dBFS``; a difference of two rates in percentage points, ``+15.1 pp``).
+``--json`` output never goes through here: it keeps full precision. Missing values (None, NaN)
+read as an empty string or ``—`` (``missing``).
 
 The leaderboard's column names (the JSON keys of ``aglw metrics``) have readable titles in
 :data:`METRIC_TITLES`, with the kind of number each column holds in :data:`METRIC_KINDS`.
@@ -103,9 +104,29 @@ def ratio(value: object, missing: str = MISSING) -> str:
     return score(number)
 
 
+def coordinate(value: object, missing: str = MISSING) -> str:
+    """A latitude or longitude in degrees with four decimals (about 11 m): ``41.40338888888889`` →
+    ``41.4034``."""
+    number = _number(value)
+    return missing if number is None else f"{number:.4f}"
+
+
+def difference(value: object, kind: str, missing: str = MISSING) -> str:
+    """A difference of two numbers of ``kind``, signed: a difference of two rates in percentage
+    points (``0.151`` → ``+15.1 pp``, never ``15.1 %``), any other in its kind's format (``-2,733 km``,
+    ``+1,245``); one that rounds to zero has no sign (``0.0 pp``)."""
+    number = _number(value)
+    if number is None:
+        return missing
+    text = f"{100.0 * abs(number):.1f} pp" if kind == "accuracy" else formatted(abs(number), kind, missing=missing)
+    if number == 0 or not any(c in "123456789" for c in text.split(" ")[0]):
+        return text
+    return ("+" if number > 0 else "-") + text
+
+
 FORMATTERS: dict[str, Callable[..., str]] = {
     "km": km, "accuracy": accuracy, "probability": probability, "db": db, "score": score, "count": count,
-    "ratio": ratio, "p_value": p_value,
+    "ratio": ratio, "p_value": p_value, "coordinate": coordinate,
 }
 
 
@@ -178,6 +199,12 @@ def metric_kind(key: str) -> str | None:
         if base.endswith(f"_{profile}") and base[: -len(profile) - 1] in METRIC_KINDS:
             base = base[: -len(profile) - 1]
     return METRIC_KINDS.get(base)
+
+
+def metric_difference(key: str, value: object, missing: str = MISSING) -> str:
+    """The difference of two rows' values of a leaderboard column, signed and in its kind
+    (:func:`difference`: a rate's in percentage points)."""
+    return difference(value, metric_kind(key) or "score", missing=missing)
 
 
 def metric_cell(key: str, value: object, missing: str = "") -> str:

@@ -2,9 +2,9 @@
 
 Accuracies and within-k-km rates: McNemar's exact test (two-sided binomial test on the
 discordant pairs; p = 1 without any), on the common clips where both answers count for that
-metric. Mean distance and GeoScore: a paired bootstrap of the per-clip differences (percentile
-interval; p = 2 · min(share ≤ 0, share ≥ 0), at least 1/B). Holm's correction over the metrics
-reported. See ``design/studies.md`` ("Counting").
+metric, with the paired bootstrap's percentile interval of the difference. Mean distance and
+GeoScore: a paired bootstrap of the per-clip differences (percentile interval; p = 2 · min(share ≤ 0,
+share ≥ 0), at least 1/B). Holm's correction over the metrics reported. See ``design/studies.md`` ("Counting").
 """
 
 from __future__ import annotations
@@ -40,6 +40,13 @@ def _nan_to_none(value: float) -> float | None:
     return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
 
 
+def _paired_interval(values_a: np.ndarray, values_b: np.ndarray, bootstrap: int, seed: int, model_a: str,
+                     model_b: str, metric: str) -> list[float | None]:
+    """The paired bootstrap's 95 % percentile interval of a binary metric's difference (clips
+    resampled in pairs, as for the continuous metrics); its test stays McNemar's."""
+    return paired_bootstrap(values_a, values_b, bootstrap=bootstrap, seed=seed, name=f"{model_a}|{model_b}|{metric}")[1]
+
+
 def compare_models(
     store: Store,
     model_a: str,
@@ -70,7 +77,8 @@ def compare_models(
         ``models`` ([A, B]), ``profile``, ``n_common``, ``bootstrap``, ``seed`` and ``metrics``:
         one ``{metric, n, a, b, difference, test, p_value, p_holm}`` per metric (``n``: the
         common clips the metric counts; ``difference`` = a − b; ``ci`` the paired bootstrap's
-        95 % interval of the difference for the continuous metrics). Where an alias table
+        95 % percentile interval of the difference, for every metric: the accuracies' too, whose
+        p-value is McNemar's). Where an alias table
         applies, ``alias_table``: its file, its aliases and ``country_alias_n`` /
         ``continent_alias_n`` ([A, B]: of the ``n_common`` answers, how many it turned correct).
 
@@ -136,7 +144,8 @@ def compare_models(
             row.update(test="paired_bootstrap", p_value=_nan_to_none(p), ci=interval)
         else:
             p = mcnemar_exact(value_a[both] > 0, value_b[both] > 0) if n else math.nan
-            row.update(test="mcnemar_exact", p_value=_nan_to_none(p))
+            row.update(test="mcnemar_exact", p_value=_nan_to_none(p),
+                       ci=_paired_interval(value_a[both], value_b[both], bootstrap, seed, model_a, model_b, metric))
         out.append(row)
     tested = [i for i, row in enumerate(out) if row["p_value"] is not None]
     adjusted = holm([out[i]["p_value"] for i in tested])
@@ -206,7 +215,8 @@ def _compare_sets(store: Store, records: Any, model_a: str, model_b: str,
             row.update(test="paired_bootstrap", p_value=_nan_to_none(p), ci=interval)
         else:
             p = mcnemar_exact(value_a[both] > 0, value_b[both] > 0) if n else math.nan
-            row.update(test="mcnemar_exact", p_value=_nan_to_none(p))
+            row.update(test="mcnemar_exact", p_value=_nan_to_none(p),
+                       ci=_paired_interval(value_a[both], value_b[both], bootstrap, seed, model_a, model_b, metric))
         out.append(row)
     tested = [i for i, row in enumerate(out) if row["p_value"] is not None]
     adjusted = holm([out[i]["p_value"] for i in tested])
