@@ -175,6 +175,7 @@ def crowd_html(parts: list[CrowdPart], table_html: Any, figure_html: Any, missin
                                           "(n: guesses of the crowd, answers of the model)"))
             for breakdown in ("continent", "speech"):
                 body.append(figure_html(figures_crowd.crowd_vs_models(part.comparison, part.study, breakdown),
-                                        f"{part.study} vs the models by {breakdown}: mean distance error, n per bar"))
+                                        f"{part.study} vs the models by {breakdown}: mean distance error, n per bar "
+                                        "(hatched: fewer than 5 answers)"))
                 n_figures += 1
     return "".join(body), n_figures
