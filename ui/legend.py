@@ -65,6 +65,7 @@ class ColourLegend(QWidget):
         while self._grid.count():
             item = self._grid.takeAt(0)
             if item.widget() is not None:
+                item.widget().hide()  # gone now, not when the event loop deletes it (a grab before that drew both)
                 item.widget().deleteLater()
         self._colours = []
         self._symbols = []
