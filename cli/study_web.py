@@ -16,6 +16,7 @@ from cli.context import app_context, check_choice, emit_json, show, usage_error
 from workbench.errors import AglwError
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8765"
+MAX_LISTED = 20  # clips left out listed in the text output (a big dataset without audio would scroll away)
 # Prolific's placeholders: the panel fills them in for each participant.
 PROLIFIC_QUERY = "?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
 
@@ -100,8 +101,10 @@ def register(study: typer.Typer) -> None:
              f"headphone check: {config.headphone_check}")
         if excluded:
             show(f"left out {len(excluded)} clip(s) without playable audio:")
-            for e in excluded:
+            for e in excluded[:MAX_LISTED]:
                 show(f"  {e['key']}: {e['reason']}")
+            if len(excluded) > MAX_LISTED:
+                show(f"  and {len(excluded) - MAX_LISTED} more (--json lists every one)")
         show(f"next: aglw study invite {config.name} --n N   (or --open for a panel link)")
 
     @study.command("invite")

@@ -56,6 +56,7 @@ def test_study_web_creates_the_study_and_names_the_clips_left_out(project, capsy
     assert rc == 0, err
     assert f"{N_AUDIO - 1} clips to guess, 1 attention clip(s)" in out
     assert "left out 4 clip(s) without playable audio" in out and f"{NO_AUDIO}: no usable recording" in out
+    assert "more (--json lists every one)" not in out  # four are listed in full
     config = web_study.load_study(store, "crowd-1")
     assert config.rules["max_attention_missed"] == 1 and config.rules["min_median_listen_s"] == 3.0
     payload = run_json(capsys, "--db", db, "--json", "study", "web", "crowd-2", "--clips", "clip001,clip002,"
