@@ -97,7 +97,9 @@ def register(study: typer.Typer) -> None:
         extra = "".join([f", {config.n_attention} attention clip(s)" if config.n_attention else "",
                          ", a practice clip" if config.practice_clip_id is not None else ""])
         show(f"created web study {config.name} ({config.mode} mode): {config.n_items} clips to guess{extra}; "
-             f"{config.per_participant} per participant, {config.target_per_clip} guesses wanted per clip; "
+             + (f"{config.per_participant} per participant" if config.per_participant < config.n_items
+                else f"each participant gets all {config.n_items}")
+             + f", {config.target_per_clip} guesses wanted per clip; "
              f"headphone check: {config.headphone_check}")
         if excluded:
             show(f"left out {len(excluded)} clip(s) without playable audio:")
