@@ -18,6 +18,9 @@ from workbench.studies.sensitivity import SweepResult
 DPI = 110
 # A share from fewer answers than this is marked as such (hatched, "fewer than 5 answers").
 SMALL_N = 5
+# Laid out, an axes keeps at least this share of the width and height it was created with (the
+# figure grows instead: long pair names never squeeze the data to a sliver).
+MIN_AXES_SHARE = 0.6
 
 
 def new_figure(width: float = 6.4, height: float = 4.4, layout: str | None = None):
@@ -30,12 +33,74 @@ def new_figure(width: float = 6.4, height: float = 4.4, layout: str | None = Non
     return Figure(figsize=(width, height), dpi=DPI, layout=layout)
 
 
-def png_bytes(fig) -> bytes:
-    """``fig`` laid out tight and saved as PNG bytes."""
+def fit_canvas(fig, pad: float = 0.06, rounds: int = 6) -> None:  # type: ignore[no-untyped-def]
+    """Lay ``fig`` out and grow it until every artist (tick labels, legends beside the axes, titles)
+    lies on the canvas, ``pad`` inches from its edge.
+
+    Axes in a grid get a tight layout once the figure leaves their decorations room (so matplotlib's
+    "Tight layout not applied" never comes: a layout that cannot apply grows the figure and is tried
+    again); a constrained layout stays and is given the room; axes placed by hand keep their size
+    and move with the edge that grew. The axes never shrink below the size they were given.
+    """
+    import warnings
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)  # a renderer to measure with (a bare Figure's canvas has none)
+    gridded = fig.get_layout_engine() is None and all(ax.get_subplotspec() is not None for ax in fig.axes)
+    given = {ax: ax.get_position().size * fig.get_size_inches() for ax in fig.axes}  # inches
+
+    def squeezed(width: float, height: float) -> bool:
+        return any((ax.get_position().size * (width, height) < MIN_AXES_SHARE * size - 1e-3).any()
+                   for ax, size in given.items())
+
+    for _ in range(rounds):
+        if gridded:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                fig.tight_layout()
+            applied = not any("not applied" in str(w.message) for w in caught)
+        else:
+            applied = True
+        renderer = canvas.get_renderer()
+        fig.draw_without_rendering()  # runs a constrained layout, places legends and tick labels
+        box = fig.get_tightbbox(renderer)
+        width, height = fig.get_size_inches()
+        left, bottom = max(0.0, pad - box.x0), max(0.0, pad - box.y0)
+        right, top = max(0.0, box.x1 - (width - pad)), max(0.0, box.y1 - (height - pad))
+        if applied and max(left, right, top, bottom) < 1e-3 and not (gridded and squeezed(width, height)):
+            return
+        if gridded:  # long tick labels squeeze the axes: give them back at least MIN_AXES_SHARE of their size
+            for ax, (w0, h0) in given.items():
+                w, h = ax.get_position().size * (width, height)
+                grid = ax.get_subplotspec().get_gridspec()
+                right = max(right, (MIN_AXES_SHARE * w0 - w) * grid.ncols)
+                top = max(top, (MIN_AXES_SHARE * h0 - h) * grid.nrows)
+        if not applied:  # the margins alone outgrew the figure: give the axes their width and height back
+            left, right = left + 0.5, right + 0.5
+            bottom, top = bottom + 0.3, top + 0.3
+        grown_w, grown_h = width + left + right, height + bottom + top
+        if not gridded and fig.get_layout_engine() is None:
+            for ax in fig.axes:
+                x0, y0, w, h = ax.get_position().bounds
+                ax.set_position(((x0 * width + left) / grown_w, (y0 * height + bottom) / grown_h,
+                                 w * width / grown_w, h * height / grown_h))
+        fig.set_size_inches(grown_w, grown_h)
+    if gridded:  # the last size's layout (the figure test measures what is left)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            fig.tight_layout()
+
+
+def png_bytes(fig) -> bytes:  # type: ignore[no-untyped-def]
+    """``fig`` laid out with all its text on the canvas (:func:`fit_canvas`) and saved as PNG bytes."""
     buffer = io.BytesIO()
-    fig.tight_layout()
+    fit_canvas(fig)
     fig.savefig(buffer, format="png", dpi=DPI)
     return buffer.getvalue()
+
+
+_figure, _png = new_figure, png_bytes  # the earlier private names, for callers not yet moved
 
 
 def safe_name(name: str) -> str:
@@ -71,9 +136,7 @@ def sensitivity_heatmaps(result: SweepResult) -> bytes:
     if image is not None:
         fig.colorbar(image, ax=list(axes), shrink=0.8, label="Jaccard with the stored selection")
     fig.suptitle("Selection stability over γ, α, θ", fontsize=10)
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=DPI)  # constrained layout places the shared colour bar
-    return buffer.getvalue()
+    return png_bytes(fig)  # constrained layout places the shared colour bar
 
 
 SENSITIVITY_FILES = ("sensitivity.csv", "sensitivity_heatmap.png")
@@ -129,7 +192,7 @@ def error_mode_bars(shares: pd.DataFrame, breakdown: str = "all") -> bytes:
     ax.set_xticks(x, [TAXONOMY[m][0] for m in wide.columns], rotation=30, ha="right", fontsize=8)
     ax.set_ylabel("share of tagged wrong answers (n per bar in the legend)")
     ax.set_ylim(0, 1)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # beside the bars, never on them
     ax.set_title("Error modes per ALM" + ("" if breakdown == "all" else f" by {breakdown}"), fontsize=10)
     return png_bytes(fig)
 
@@ -143,6 +206,10 @@ def baseline_forest(baseline: pd.DataFrame, label: str) -> bytes:
     colours = {"expert-expert": "tab:green", "expert-judge": "tab:blue", "judge-judge": "tab:orange",
                "test-retest": "tab:purple"}
     y = np.arange(len(part))[::-1]
+    lows = part["ci_low"].where(part["ci_low"].notna(), part["value"]).dropna()
+    x_low = max(-1.0, (float(lows.min()) if len(lows) else 0.0) - 0.1)
+    ax.set_xlim(x_low, 1.02)
+    ax.axvline(0, color="grey", linewidth=0.5)
     for yi, row in zip(y, part.itertuples()):
         colour = colours.get(row.section, "grey")
         if row.value == row.value:
@@ -150,13 +217,10 @@ def baseline_forest(baseline: pd.DataFrame, label: str) -> bytes:
             low = max(row.value - row.ci_low, 0.0) if row.ci_low == row.ci_low else 0.0
             high = max(row.ci_high - row.value, 0.0) if row.ci_high == row.ci_high else 0.0
             ax.errorbar(row.value, yi, xerr=[[low], [high]], fmt="o", color=colour, capsize=3)
-        else:
-            ax.text(0.02, yi, f"not reported: {row.reason}", va="center", fontsize=7, color="grey",
-                    transform=ax.get_yaxis_transform())
+        else:  # beside the zero line, never across it
+            ax.annotate(f"not reported: {row.reason}", (max(0.0, x_low), yi), xytext=(4, 0),
+                        textcoords="offset points", va="center", fontsize=7, color="dimgrey")
     ax.set_yticks(y, [f"{r.rater_a} vs {r.rater_b}" for r in part.itertuples()], fontsize=7)
-    ax.axvline(0, color="grey", linewidth=0.5)
-    lows = part["ci_low"].where(part["ci_low"].notna(), part["value"]).dropna()
-    ax.set_xlim(max(-1.0, (float(lows.min()) if len(lows) else 0.0) - 0.1), 1.02)
     coefficient = part["coefficient"].iloc[0] if len(part) else ""
     ax.set_xlabel(f"{coefficient} (95 % cluster-bootstrap CI)")
     handles = [ax.plot([], [], "o", color=c, label=s)[0] for s, c in colours.items() if s in set(part["section"])]

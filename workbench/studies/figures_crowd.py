@@ -87,14 +87,9 @@ def participant_flow_figure(study: str, mode: str, counts: dict[str, int], detai
 
 
 def participant_flow(study: str, mode: str, counts: dict[str, int], details: dict[str, Any]) -> bytes:
-    """:func:`participant_flow_figure` as PNG bytes (placed by hand: no tight layout)."""
-    import io
-
+    """:func:`participant_flow_figure` as PNG bytes (placed by hand; a long study name widens the canvas)."""
     with plain_figure_text():
-        fig = participant_flow_figure(study, mode, counts, details)
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", dpi=DPI)
-        return buffer.getvalue()
+        return png_bytes(participant_flow_figure(study, mode, counts, details))
 
 
 @plain_figure_text()
