@@ -66,7 +66,7 @@ def register(app: typer.Typer) -> None:
         out: Path = typer.Option(..., "--out", help="PNG file to write."),
         size: str = typer.Option("1600x1000", "--size", help="Window size WxH."),
         view: str = typer.Option(
-            "review", "--view", help="What to render: " + "|".join(SCREENSHOT_VIEWS) + "."
+            "review", "--view", help="What to render: " + ", ".join(SCREENSHOT_VIEWS) + "."  # wraps at any width
         ),
         force: bool = typer.Option(False, "--force", help="Replace FILE if it exists."),
     ) -> None:

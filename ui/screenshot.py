@@ -2,15 +2,45 @@
 
 from __future__ import annotations
 
+import contextlib
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
-from PySide6.QtCore import QCoreApplication, QEventLoop
+from PySide6.QtCore import QCoreApplication, QEventLoop, qInstallMessageHandler
 
 from storage import open_store
 from workbench.audio.playback import NullSink, Player
 from workbench.errors import AglwError
 from workbench.labels import AnnotatorInfo, LabelService
 from workbench.outputs import check_file_target, output_file
+
+
+# What the offscreen platform says each time a window shows, resizes or is raised: it cannot do
+# what a window system would, which a picture never needs (stderr stays quiet on success).
+OFFSCREEN_NOTES = ("This plugin does not support propagateSizeHints()", "This plugin does not support raise()")
+
+
+@contextlib.contextmanager
+def quiet_offscreen_notes() -> Iterator[None]:
+    """Drop the offscreen platform's :data:`OFFSCREEN_NOTES` while rendering; every other Qt
+    message reaches the handler before (or stderr, as Qt writes it) unchanged."""
+    previous = None
+
+    def handler(mode, context, message):  # type: ignore[no-untyped-def]
+        if message in OFFSCREEN_NOTES:
+            return
+        if previous is not None:
+            previous(mode, context, message)
+        else:
+            sys.stderr.write(f"{message}\n")
+            sys.stderr.flush()
+
+    previous = qInstallMessageHandler(handler)
+    try:
+        yield
+    finally:
+        qInstallMessageHandler(previous)
 
 
 def _show_view(window, view: str, size: tuple[int, int]):  # type: ignore[no-untyped-def]
@@ -74,12 +104,19 @@ def render_screenshot(db: str, clip_key: str, out: Path, size: tuple[int, int] =
     from ui.main_window import MainWindow
 
     app = ensure_application(offscreen_if_headless=True)
+    with quiet_offscreen_notes():
+        return _render(app, MainWindow, db, clip_key, out, size, annotator, view, overwrite)
+
+
+def _render(app, main_window, db: str, clip_key: str, out: Path, size: tuple[int, int],  # type: ignore[no-untyped-def]
+            annotator: str | None, view: str, overwrite: bool) -> tuple[Path, tuple[int, int]]:
+    """:func:`render_screenshot`'s work, inside :func:`quiet_offscreen_notes`."""
     store = open_store(db)
     window = None
     try:
         info = screenshot_viewer(store, annotator)
         # The default layout at the size asked; the reviewer's remembered layout is neither used nor changed.
-        window = MainWindow(store, info, player=Player(NullSink()), force_sync=True, remember_layout=False)
+        window = main_window(store, info, player=Player(NullSink()), force_sync=True, remember_layout=False)
         window.resize(*size)
         window.show()
         window.open_clip(window.review.clip_id_for_key(clip_key))

@@ -31,8 +31,9 @@ def reverse_geocode(coordinates: list[tuple[float, float]]) -> list[dict[str, st
         return []
     import reverse_geocoder
 
-    # The package prints a loading message on stdout (which carries --json
-    # output) and leaves its data file to the garbage collector.
+    # verbose=False: no "Loading formatted geocoded file..." on loading its table (stderr is quiet
+    # on success; a failure still raises). Anything else it prints goes to stderr, never to stdout,
+    # which carries --json output; it leaves its data file to the garbage collector.
     with warnings.catch_warnings(), contextlib.redirect_stdout(sys.stderr):
         warnings.simplefilter("ignore", ResourceWarning)
-        return list(reverse_geocoder.search(coordinates, mode=1))
+        return list(reverse_geocoder.search(coordinates, mode=1, verbose=False))

@@ -96,3 +96,17 @@ def test_text_outputs_print_numbers_through_the_formatter(db, tmp_path, capsys, 
     assert "lat 45.7640, lon 4.8357" in capsys.readouterr().out
     assert main(["--db", db, "clips", "show", "c3"]) == 0
     assert "(-0.2200, -78.5100)" in capsys.readouterr().out
+
+
+def test_screenshot_help_lists_every_view_at_80_columns(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """`screenshot --help` listed its views as one word "review|curation|…|agreeme…" that rich cut."""
+    from typer.testing import CliRunner
+
+    from cli.gui_cmds import SCREENSHOT_VIEWS
+    from cli.main import app
+
+    monkeypatch.setenv("COLUMNS", "80")
+    shown = CliRunner().invoke(app, ["screenshot", "--help"], prog_name="aglw").output
+    assert "…" not in shown
+    for view in SCREENSHOT_VIEWS:
+        assert re.search(rf"(?<![\w-]){re.escape(view)}(?![\w-])", shown), view
