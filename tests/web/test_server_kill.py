@@ -9,6 +9,10 @@ killed with SIGKILL at a random moment (seeded; a bounded number of rounds), res
 project, and the unacknowledged submits sent again. Then: every submit that got a 2xx is stored
 exactly once, no item has two guesses, each re-sent one stored at most one, and SQLite's
 ``PRAGMA integrity_check`` says ok.
+
+Also: a participant still reading a large response when the server has written it all (a slow
+link) gets her next request on that connection answered (bench W1 lost requests to uvicorn's 5 s
+keep-alive).
 """
 
 from __future__ import annotations
