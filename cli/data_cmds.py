@@ -326,11 +326,12 @@ def _missing(value: Any) -> bool:
 
 
 def _cell(column: str, value: Any, record: dict[str, Any]) -> str:
-    """A cell: the number, and its interval when ``--ci`` gave one."""
+    """A cell: the number, and below it its interval when ``--ci`` gave one, one bound a line (a
+    number never parted from its unit: "0.0 % [0.0" / "%, 0.0 %]")."""
     text = _format(column, value) if column != "coverage" else escape(str(value))
     interval = record.get(f"{column}_ci") if not column.endswith("_ci") else None
     if isinstance(interval, (list, tuple)) and len(interval) == 2:
-        text += f" [{_format(column, interval[0])}, {_format(column, interval[1])}]"
+        text += f"\n[{_format(column, interval[0])},\n{_format(column, interval[1])}]"
     return text
 
 
@@ -380,6 +381,13 @@ def leaderboard_cmd(
             out["crowds"] = found.crowds
         emit_json(out)
         return
+    if not rows and common:
+        from workbench.metrics.service import model_names
+
+        if listed or model_names(store):
+            say("no clip was answered by every listed row, so --common ranks none"
+                + (": name the rows to rank with --models" if listed is None else ""))
+            return
     if not rows:
         say("no predictions imported yet: use `aglw import predictions --model NAME FILE`")
         return
@@ -413,14 +421,21 @@ def leaderboard_cmd(
         caption += " A human row's coverage counts the clips it answered; answers: its guesses."
     board = Table(title=title, caption=caption)
     visible = [c for c in columns if not c.endswith("_ci")]
-    for column in visible:
-        # a row's name is never cut nor folded: `compare --models` takes it as printed
+    cells = [[_cell(column, record[column], record) for column in visible] for record in rows]
+    widths = []
+    for at, column in enumerate(visible):
+        # A row's name is never cut nor folded (`compare --models` takes it as printed); a title or
+        # a cell folds between words, never inside one ("contine…").
+        words = [len(str(r["model"])) for r in rows] if column == "model" else [
+            *(len(word) for word in header(column).split()), *(len(line) for row in cells for line in
+                                                               row[at].splitlines())]
+        widths.append(max(words, default=0))
         board.add_column(header(column), justify="left" if column in ("model", "group") else "right",
-                         no_wrap=column == "model",
-                         min_width=max((len(str(r["model"])) for r in rows), default=0) if column == "model" else None)
-    for record in rows:
-        board.add_row(*(_cell(column, record[column], record) for column in visible))
-    show(board, min_width=200)
+                         no_wrap=column == "model", min_width=widths[-1])
+    for row in cells:
+        board.add_row(*row)
+    # 200 columns at least (a pipe), wider only where the names and words need it: never cut
+    show(board, min_width=max(200, sum(widths) + 3 * len(widths) + 1))
     for line in alias_notes:
         show(line)
     for crowd in found.crowds:

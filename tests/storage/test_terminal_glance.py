@@ -110,3 +110,58 @@ def test_screenshot_help_lists_every_view_at_80_columns(monkeypatch) -> None:  #
     assert "…" not in shown
     for view in SCREENSHOT_VIEWS:
         assert re.search(rf"(?<![\w-]){re.escape(view)}(?![\w-])", shown), view
+
+
+LONG_MODELS = ("gemini-3-pro-preview-2025-11-18-with-thinking", "qwen2.5-omni-7b-instruct-awq-2025-reference")
+
+
+@pytest.mark.parametrize("columns", ["80", "120", "200"])
+def test_leaderboard_names_are_never_cut(db, tmp_path, capsys, monkeypatch, columns) -> None:  # type: ignore[no-untyped-def]
+    """Long model names and the desktop's human rows whole at every width, both profiles, --ci."""
+    import cli.context
+    from storage import open_store
+    from tests.storage.test_leaderboard_counting import answer, write
+    from workbench.importing import import_predictions
+
+    store = open_store(db)
+    for name in LONG_MODELS:
+        import_predictions(store, name, write(tmp_path / f"{name}.jsonl", [
+            answer("c3", -0.22, -78.51, "Quito", "Ecuador", "South America"),
+            answer("c1", *PARIS, "Paris", "France", "Europe")]))
+    store.dispose()
+    for who in ("ada", "grace"):
+        assert main(["--db", db, "--annotator", who, "study", "guess", "--clip", "c1", "--lat", "45.7",
+                     "--lon", "4.8"]) == 0
+    localizers = run_json(capsys, "--db", db, "--json", "study", "localizers")["rows"]
+    names = [*LONG_MODELS, "A", "B", *(r["model"] for r in localizers)]
+    assert sum(n.startswith("human:") for n in names) == 2
+    monkeypatch.setenv("COLUMNS", columns)
+    monkeypatch.setattr(cli.context, "_CONSOLES", {})  # a console made at this width
+    for args in ([], ["--ci", "--bootstrap", "50"], ["--profile", "agl1k"], ["--profile", "iso", "--ci",
+                                                                              "--bootstrap", "50"]):
+        capsys.readouterr()
+        assert main(["--db", db, "leaderboard", *args]) == 0
+        text = capsys.readouterr().out
+        assert "…" not in text, args
+        for name in names:
+            assert name in text, (args, name)
+
+
+def test_leaderboard_common_says_nothing_when_there_is_nothing(db, capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """No guesses, no web study: --common prints its table and not a word on stderr."""
+    monkeypatch.setenv("COLUMNS", "200")
+    capsys.readouterr()
+    assert main(["--db", db, "leaderboard", "--common"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == "" and "on the 2 clips every listed model answered" in captured.out
+
+
+def test_leaderboard_common_without_a_common_clip_says_so(db, capsys) -> None:  # type: ignore[no-untyped-def]
+    """The rows share no clip: not "no predictions imported yet", which would be false."""
+    assert main(["--db", db, "--annotator", "ada", "study", "guess", "--clip", "c2", "--lat", "37.5",
+                 "--lon", "127.0"]) == 0  # A and B share c0 and c1; the human row answered c2 only
+    capsys.readouterr()
+    assert main(["--db", db, "leaderboard", "--common"]) == 0
+    err = capsys.readouterr().err
+    assert "no predictions imported yet" not in err
+    assert "no clip was answered by every listed row" in err
