@@ -131,8 +131,11 @@ def _print_fit(result: Any) -> None:
             f"against run {diff.base_run_id}: {len(diff.polarity_changes)} polarity changes, "
             f"{len(diff.entered)} clips entered and {len(diff.left)} left the candidates"
         )
+        from workbench.agreement.names import category_name
+
+        names = {c.id: c.name for c in result.categories if c.name}  # the name beside the id (issue 39)
         for change in diff.polarity_changes:
-            show(f"  {change.category}: {change.old} → {change.new}")
+            show(f"  {category_name(change.category, names)}: {change.old} → {change.new}")
         for move in diff.largest_moves[:10]:
             show(f"  {move.clip}: {move.old:+.3f} → {move.new:+.3f}")
 

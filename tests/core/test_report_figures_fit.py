@@ -285,3 +285,19 @@ def test_every_report_figure_keeps_its_text_inside_apart_and_off_the_lines(case,
     assert len(saved) == 1
     width, height, problems = saved[0]
     assert not problems, "\n".join(problems)
+
+
+def test_the_forest_plot_names_pairs_and_coefficient_as_a_reader_knows_them(drawn) -> None:  # type: ignore[no-untyped-def]
+    from workbench.studies.figures import alt_test_bars, baseline_forest
+
+    baseline_forest(_baseline("contribution"), "contribution")
+    shown = [text.get_text() for text, _ in drawn.texts]
+    assert f"{JUDGES[2]} vs mean of the judges" in shown
+    assert f"annotator-00a7 vs {JUDGES[0]} (re-run 1)" in shown
+    assert "annotator-00b3 vs consensus of the other experts" in shown
+    assert "weighted κ (quadratic) (95 % cluster-bootstrap CI)" in shown
+    assert not [t for t in shown if "judge:" in t or "judge_mean" in t or "kappa" in t], shown
+    drawn.clear()
+    alt_test_bars(_alt_rows())
+    shown = [text.get_text() for text, _ in drawn.texts]
+    assert "effect · mean of the judges" in shown and f"effect · {JUDGES[1]}" in shown

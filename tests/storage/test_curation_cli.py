@@ -102,3 +102,16 @@ def test_fit_without_tags_or_contributions_says_what_is_missing(sqlite_path, cap
     assert "missing tags" in err and "aglw tag" in err
     assert "aglw judge" in err and "expert labels" in err
     assert "aglw tag" in missing and "aglw judge" in missing and fit["categories"] == []
+
+
+def test_fit_diff_names_each_changed_category_beside_its_id(project_db, tmp_path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    onto = tmp_path / "ontology.json"
+    onto.write_text(json.dumps([{"id": "/m/animal", "name": "Animal", "child_ids": [BIRD]},
+                                {"id": BIRD, "name": "Bird", "child_ids": []},
+                                {"id": SPEECH, "name": "Speech", "child_ids": []}]), encoding="utf-8")
+    monkeypatch.setenv("AGLW_ONTOLOGY", str(onto))
+    assert main(["--db", project_db, "fit", "--n-min", "1"]) == 0
+    capsys.readouterr()
+    assert main(["--db", project_db, "fit", "--n-min", "1", "--preview", "--what-if", f"{BIRD}=neutral"]) == 0
+    out = capsys.readouterr().out
+    assert f"  Bird ({BIRD}): N → neutral" in out, out

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import json
 
 import pandas as pd
@@ -153,10 +155,14 @@ def test_agreement_view_shows_the_stores_agreement_before_any_export(qtbot, demo
     stored = _stored_contributions(demo_store)
     wide = stored.pivot_table(index=["clip_key", "category_id"], columns="judge", values="contribution")
     expected = cohen_kappa_score(wide["DEMO judge A"], wide["DEMO judge B"], labels=[0, 1, 2, 3])
-    row = shown[(shown["label"] == "contribution") & (shown["coefficient"] == "cohen_kappa")
-                & (shown["rater_a"] == "judge:DEMO judge A") & (shown["rater_b"] == "judge:DEMO judge B")]
+    # names a reader knows (issue 39), 3 decimals; the bundle's CSV keeps the keys and full precision
+    row = shown[(shown["label"] == "contribution") & (shown["coefficient"] == "Cohen's κ")
+                & (shown["rater_a"] == "DEMO judge A") & (shown["rater_b"] == "DEMO judge B")]
     assert len(row) == 1
-    assert float(row["value"].item()) == pytest.approx(expected, abs=5e-5)
+    assert re.fullmatch(r"-?\d\.\d{3}", row["value"].item())
+    assert float(row["value"].item()) == pytest.approx(expected, abs=5e-4)
+    assert "mean of the judges" in set(shown["rater_b"]) and "weighted κ (quadratic)" in set(shown["coefficient"])
+    assert not shown["rater_a"].str.contains("judge:").any() and not shown["coefficient"].str.contains("_").any()
     assert row["n_units"].item() == str(len(wide)) and row["n_raters"].item() == "2"
     assert "from the ratings now in the project" in view.current_title.text()
 

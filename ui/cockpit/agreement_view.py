@@ -32,6 +32,7 @@ from storage import Store
 from ui.cockpit.jobs import JobSpec, JobsPanel
 from ui.cockpit.leaderboard_view import fill_table
 from workbench.agreement.analysis import compute_coefficients
+from workbench.agreement.names import readable
 from workbench.agreement.report import summary_table
 from workbench.agreement.service import export_agreement
 from workbench.studies import error_modes
@@ -109,7 +110,7 @@ class AgreementView(QWidget):
             return pd.DataFrame(columns=CURRENT_COLUMNS)
         # no bootstrap and no breakdowns: quick enough to run whenever the view refreshes
         coefficients = compute_coefficients(data.ratings, data.clips, bootstrap=0, breakdowns=False)
-        shown = summary_table(coefficients)[CURRENT_COLUMNS]
+        shown = readable(summary_table(coefficients))[CURRENT_COLUMNS]  # "Cohen's κ", "mean of the judges", 3 decimals
         fill_table(self.current, shown)
         self.current_title.setText(
             f"Agreement from the ratings now in the project ({len(data.ratings)} ratings; all units, no intervals; "

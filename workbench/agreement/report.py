@@ -16,6 +16,7 @@ import pandas as pd
 
 import workbench
 from workbench.agreement import minimums
+from workbench.agreement.names import category_name, coefficient_name, pair_name, rater_name, readable
 from workbench.agreement.units import CODING_DECISIONS, LABELS, RATING_COLUMNS, RatingData
 from workbench import escaping
 from workbench.outputs import check_folder_target, output_folder
@@ -77,11 +78,12 @@ def wide_table(long: pd.DataFrame) -> pd.DataFrame:
 
 
 def _fmt(value: object) -> str:
-    return "" if value is None or (isinstance(value, float) and not np.isfinite(value)) else f"{value:.4f}"
+    return "" if value is None or (isinstance(value, float) and not np.isfinite(value)) else f"{value:.3f}"
 
 
 def summary_table(coefficients: pd.DataFrame) -> pd.DataFrame:
-    """The headline rows (all units) with values and intervals rounded to 4 decimals as text.
+    """The headline rows (all units) with values and intervals rounded to 3 decimals as text (the
+    reader's; ``coefficients.csv`` has them in full), keys as in the CSV (:func:`readable` names them).
 
     Each row carries its n (units and raters); an empty value comes with its reason.
     """
@@ -89,7 +91,7 @@ def summary_table(coefficients: pd.DataFrame) -> pd.DataFrame:
     table = head[["section", "label", "rater_a", "rater_b", "coefficient", "n_units", "n_raters"]].copy()
     table["value"] = head["value"].map(_fmt)
     table["ci_95"] = [
-        "" if not np.isfinite(lo) else f"[{lo:.4f}, {hi:.4f}]" for lo, hi in zip(head["ci_low"].fillna(np.nan), head["ci_high"].fillna(np.nan))
+        "" if not np.isfinite(lo) else f"[{lo:.3f}, {hi:.3f}]" for lo, hi in zip(head["ci_low"].fillna(np.nan), head["ci_high"].fillna(np.nan))
     ]
     table["reason"] = head["reason"].map(lambda r: "" if r is None or pd.isna(r) else str(r))
     return table.reset_index(drop=True)
@@ -109,13 +111,13 @@ def _write_tables(out: Path, long: pd.DataFrame, coefficients: pd.DataFrame) -> 
         if parquet:
             table.to_parquet(out / f"{name}.parquet", index=False)
             written.append(f"{name}.parquet")
-    summary = summary_table(coefficients)
+    summary = readable(summary_table(coefficients))  # names a reader knows, 3 decimals
     markdown = ["# Agreement summary (all units; 95 % cluster-bootstrap percentile intervals)", "",
                 minimums.describe_text(), ""]
     for label, part in summary.groupby("label", sort=True):
         cells = part.drop(columns="label").map(escaping.markdown)
         cells.columns = [escaping.markdown(c) for c in cells.columns]
-        markdown += [f"## {escaping.markdown(label)}", "", cells.to_markdown(index=False), ""]
+        markdown += [f"## {escaping.markdown(label)}", "", cells.to_markdown(index=False, disable_numparse=True), ""]  # "0.390" stays 3 decimals
     (out / "tables.md").write_text("\n".join(markdown), encoding="utf-8")
     escaped = summary.map(escaping.latex)
     escaped.columns = [escaping.latex(c) for c in escaped.columns]
@@ -171,9 +173,9 @@ def _confusion_figures(out: Path, ratings: pd.DataFrame) -> list[str]:
             ax.set_yticks(range(table.shape[0]), table.index)
             for (i, j), count in np.ndenumerate(table.to_numpy()):
                 ax.text(j, i, str(count), ha="center", va="center")
-            ax.set_xlabel(reference)
-            ax.set_ylabel(judge)
-            ax.set_title(f"{label}: {judge} vs {reference} (n = {len(common)})")
+            ax.set_xlabel(rater_name(reference))
+            ax.set_ylabel(rater_name(judge))
+            ax.set_title(f"{label}: {pair_name(judge, reference)} (n = {len(common)})")
             fig.tight_layout()
             name = f"figures/confusion_{_safe(judge)}_{label}.png"
             fig.savefig(out / name, dpi=FIGURE_DPI)
@@ -181,7 +183,7 @@ def _confusion_figures(out: Path, ratings: pd.DataFrame) -> list[str]:
     return written
 
 
-def _per_category_figure(out: Path, coefficients: pd.DataFrame) -> list[str]:
+def _per_category_figure(out: Path, coefficients: pd.DataFrame, categories: dict[str, str] | None = None) -> list[str]:
     """α per category with its interval; a category below the minimum is listed with its reason
     instead of a point, so the figure never hides that a category had too few units."""
     written = []
@@ -202,10 +204,10 @@ def _per_category_figure(out: Path, coefficients: pd.DataFrame) -> list[str]:
         for position in y[~shown]:
             ax.text(0.02, position, f"not reported: {rows.at[position, 'reason']}", va="center", fontsize=7,
                     color="dimgrey", transform=ax.get_yaxis_transform())
-        ax.set_yticks(y, [f"{c} (n = {n})" for c, n in zip(rows["subset"], rows["n_units"])])
+        ax.set_yticks(y, [f"{category_name(c, categories)} (n = {n})" for c, n in zip(rows["subset"], rows["n_units"])])
         ax.set_ylim(-0.5, len(rows) - 0.5)
         ax.axvline(0, color="grey", linewidth=0.8)
-        ax.set_xlabel(f"{coefficient} (95 % cluster-bootstrap interval)")
+        ax.set_xlabel(f"{coefficient_name(coefficient)} (95 % cluster-bootstrap interval)")
         ax.set_title(f"{label}: agreement per category")
         fig.tight_layout()
         name = f"figures/per_category_{label}.png"
@@ -234,8 +236,8 @@ def _bland_altman_figure(out: Path, ratings: pd.DataFrame) -> list[str]:
     ax.axhline(bias, color="black", label=f"bias {bias:.3f}")
     for sign in (-1, 1):
         ax.axhline(bias + sign * 1.96 * spread, color="grey", linestyle="--")
-    ax.set_xlabel(f"mean of judge_mean and {reference} contribution")
-    ax.set_ylabel(f"judge_mean − {reference}")
+    ax.set_xlabel(f"mean of {rater_name('judge_mean')} and {rater_name(reference)} (contribution)")
+    ax.set_ylabel(f"{rater_name('judge_mean')} − {rater_name(reference)}")
     ax.set_title(f"Bland–Altman, contribution (n = {common.size})")
     ax.legend(loc="upper right")
     fig.tight_layout()
@@ -258,11 +260,12 @@ def write_bundle(
     reveal_annotators: bool,
     root_breakdown: bool,
     extra_tables: dict[str, pd.DataFrame] | None = None,
+    categories: dict[str, str] | None = None,
 ) -> Manifest:
     """Write every bundle file and ``manifest.json`` into ``out``; return the manifest.
 
     ``extra_tables`` (name → table) are written as ``<name>.csv`` and listed in the manifest
-    (the studies' agreement on error modes).
+    (the studies' agreement on error modes); ``categories`` (id → name) names the categories in the figures.
     """
     (out / "figures").mkdir(parents=True, exist_ok=True)
     long = long_table(data.ratings)
@@ -277,7 +280,7 @@ def write_bundle(
         files.append("ratings_retest.csv")
     with escaping.plain_figure_text():  # names with $ are text, not mathtext
         files += _confusion_figures(out, data.ratings)
-        files += _per_category_figure(out, coefficients)
+        files += _per_category_figure(out, coefficients, categories)
         files += _bland_altman_figure(out, data.ratings)
     raters = (data.ratings.drop_duplicates("rater")[["rater", "rater_kind"]]
               .sort_values("rater").to_dict(orient="records"))

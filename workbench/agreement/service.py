@@ -182,11 +182,14 @@ def export_agreement(
         task=task,
     )
     extra = extra_tables(store, data) if extra_tables is not None else {}
+    from workbench.project import category_names
+
+    categories = category_names(store)
     return write_bundle_into(
         out,
         lambda folder: write_bundle(
             folder, data, coefficients, bootstrap=bootstrap, seed=seed, reveal_annotators=reveal_annotators,
-            root_breakdown=category_roots is not None, extra_tables=extra,
+            root_breakdown=category_roots is not None, extra_tables=extra, categories=categories,
         ),
         replace=replace,
     )

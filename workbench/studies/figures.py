@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from workbench.agreement.names import coefficient_name, pair_name, rater_name
 from workbench.escaping import plain_figure_text
 from workbench.outputs import check_folder_target, output_folder
 from workbench.studies.error_modes import MODES, TAXONOMY
@@ -220,9 +221,9 @@ def baseline_forest(baseline: pd.DataFrame, label: str) -> bytes:
         else:  # beside the zero line, never across it
             ax.annotate(f"not reported: {row.reason}", (max(0.0, x_low), yi), xytext=(4, 0),
                         textcoords="offset points", va="center", fontsize=7, color="dimgrey")
-    ax.set_yticks(y, [f"{r.rater_a} vs {r.rater_b}" for r in part.itertuples()], fontsize=7)
+    ax.set_yticks(y, [pair_name(r.rater_a, r.rater_b) for r in part.itertuples()], fontsize=7)
     coefficient = part["coefficient"].iloc[0] if len(part) else ""
-    ax.set_xlabel(f"{coefficient} (95 % cluster-bootstrap CI)")
+    ax.set_xlabel(f"{coefficient_name(coefficient)} (95 % cluster-bootstrap CI)")
     handles = [ax.plot([], [], "o", color=c, label=s)[0] for s, c in colours.items() if s in set(part["section"])]
     if handles:
         ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
@@ -245,7 +246,7 @@ def alt_test_bars(rows: list[dict]) -> bytes:
     ax.barh(y - 0.18, [r["advantage_probability"] for r in tested], 0.36, label="advantage probability ρ",
             color="tab:grey")
     ax.axvline(0.5, color="red", linestyle="--", linewidth=1)
-    ax.set_yticks(y, [f"{r['label']} · {r['llm']}" for r in tested], fontsize=7)
+    ax.set_yticks(y, [f"{r['label']} · {rater_name(r['llm'])}" for r in tested], fontsize=7)
     ax.set_xlim(0, 1)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.set_title("Alternative Annotator Test (pass: ω ≥ 0.5)", fontsize=10)
@@ -262,7 +263,7 @@ def confusion(table: pd.DataFrame, title: str) -> bytes:
     ax.set_yticks(range(table.shape[0]), list(table.index), fontsize=7)
     for (i, j), count in np.ndenumerate(table.to_numpy()):
         ax.text(j, i, str(count), ha="center", va="center", fontsize=8)
-    ax.set_xlabel("judge majority", fontsize=8)
+    ax.set_xlabel(rater_name("judge_majority"), fontsize=8)
     ax.set_ylabel("experts", fontsize=8)
     ax.set_title(title, fontsize=8)
     return png_bytes(fig)

@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from workbench.escaping import plain_figure_text
-from workbench.studies.figures import DPI, SMALL_N, new_figure, png_bytes
+from workbench.studies.figures import SMALL_N, new_figure, png_bytes
 
 MAIN_X, SIDE_X = 0.27, 0.755  # centres of the main column and the side column (axes fraction)
 BOX_WIDTH_CHARS = 44  # the lines below are written to fit this; the test checks nothing overlaps

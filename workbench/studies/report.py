@@ -284,7 +284,9 @@ def write_report(
         Progress and cancellation (:mod:`workbench.tasks`).
     """
     from workbench.agreement.analysis import compute_coefficients
+    from workbench.agreement.names import category_name, readable
     from workbench.agreement.units import load_ratings
+    from workbench.project import category_names
     from workbench.studies import error_modes, figures, judges, sensitivity
 
     out = Path(out)
@@ -392,8 +394,9 @@ def write_report(
             frame.to_csv(staging / "tables" / f"{name}.csv", index=False)
             written.append(f"tables/{name}.csv")
         for name in ("alt_test", "baseline", "error_mode_shares"):
-            frame, caption = tables[name]
-            (staging / "tables" / f"{name}.tex").write_text(_latex(frame, caption, f"tab:{name}"), encoding="utf-8")
+            frame, caption = tables[name]  # names a reader knows; the CSV keeps the keys
+            (staging / "tables" / f"{name}.tex").write_text(_latex(readable(frame), caption, f"tab:{name}"),
+                                                            encoding="utf-8")
             written.append(f"tables/{name}.tex")
 
         study_n = study_counts(ratings, mode_table)
@@ -411,14 +414,14 @@ def write_report(
         n_figures = 0
         missing = alt_test_missing(study_n, alt_rows)
         if missing is None:
-            body = [_table_html(tables["alt_test"][0], tables["alt_test"][1]), _figure_html(
+            body = [_table_html(readable(tables["alt_test"][0]), tables["alt_test"][1]), _figure_html(
                 figures.alt_test_bars(alt_rows), "Winning rate ω and advantage probability ρ per candidate")]
             n_figures += 1
         else:
             body = [_missing_html(f"Not run: {missing}.")]
         sections.append("<h2>May the LLM judge replace a person?</h2>" + "".join(body))
         missing = agreement_missing(study_n, baseline)
-        body = [_table_html(baseline, tables["baseline"][1])] if missing is None else [_missing_html(
+        body = [_table_html(readable(baseline), tables["baseline"][1])] if missing is None else [_missing_html(
             f"No agreement coefficient: {missing}.")]
         for label in sorted(set(baseline["label"])) if missing is None else ():
             body.append(_figure_html(figures.baseline_forest(baseline, label), f"{label}: pairwise agreement with CIs"))
@@ -434,9 +437,11 @@ def write_report(
             body.append(_table_html(frame.sort_values("expert_agreement"), f"{label}: hardest units first", limit=15))
         sections.append("<h2>Per-item difficulty</h2>" + "".join(body))
         confusions = judges.category_confusions(ratings, "effect")
+        names = category_names(store)
         body = []
         for category, table in list(confusions.items())[:12]:
-            body.append(_figure_html(figures.confusion(table, f"effect · {category}"), f"effect confusion, {category}"))
+            named = category_name(category, names)
+            body.append(_figure_html(figures.confusion(table, f"effect · {named}"), f"effect confusion, {named}"))
             n_figures += 1
         sections.append("<h2>Per-category confusion matrices (effect)</h2>" + (
             f"<div class='grid'>{''.join(body)}</div>" if body else "<p>No unit with both experts and judges.</p>"))
@@ -450,7 +455,7 @@ def write_report(
                 n_figures += 1
         if not mode_agreement.empty:
             overall = mode_agreement[mode_agreement["coefficient"] == "krippendorff_alpha"]
-            body.append(_table_html(overall, "Agreement on each error mode: Krippendorff's α over experts and judges "
+            body.append(_table_html(readable(overall), "Agreement on each error mode: Krippendorff's α over experts and judges "
                                     "(every pair's κ in tables/error_mode_agreement.csv)"))
         sections.append("<h2>Error modes of the ALM</h2>" + "".join(body))
         if "human_localizers" in tables:
