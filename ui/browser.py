@@ -49,6 +49,9 @@ COLUMNS = ("key", "country", "continent", "speech", "status", "disagreement", "l
 COLUMN_FIELDS = ("key", "country", "continent", "speech", "review_status", "judge_disagreement",
                  "localizability", "distance_from_theta", "quality_flags")
 DISAGREEMENT_COLUMN = COLUMNS.index("disagreement")
+# Which columns a narrow list keeps, first to last (the rest are left out with a note, never cut).
+WIDTH_PRIORITY = tuple(COLUMNS.index(name) for name in (
+    "key", "status", "disagreement", "|l−θ|", "localizability", "country", "continent", "speech", "flags"))
 # Before the window hands its policy over: the judges' values are hidden (the safe default).
 SAFE_HIDDEN = frozenset({"judge_disagreement", "localizability", "distance_from_theta"})
 QUEUE_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -284,6 +287,14 @@ class ClipBrowser(QWidget):
         layout.addLayout(bar)
         layout.addWidget(self.search)
         layout.addWidget(self.table, 1)
+        # The columns that do not fit the list's width are left out with a note naming them (a column
+        # cut at the edge reads "unrevie"); widening the dock shows them again (issue 39).
+        self.width_note = QLabel()
+        self.width_note.setWordWrap(True)
+        self.width_note.setTextFormat(Qt.TextFormat.PlainText)
+        self.width_note.hide()
+        layout.addWidget(self.width_note)
+        self.table.viewport().installEventFilter(self)
         # Filtering 100,000 rows takes a moment: once typing pauses, not on every key.
         self._search_timer = QTimer(self)
         self._search_timer.setSingleShot(True)
@@ -306,6 +317,7 @@ class ClipBrowser(QWidget):
         current = self.current_clip_id()
         self.model.set_rows(rows)
         self._fit_key_column()
+        self.fit_columns_to_width()
         self._fill_choices(rows)
         self.proxy.set_criteria(self.criteria())
         self.resort()
@@ -341,6 +353,49 @@ class ClipBrowser(QWidget):
         header = self.table.horizontalHeader()
         title = header.fontMetrics().horizontalAdvance(COLUMNS[0]) + 24  # sort indicator
         self.table.setColumnWidth(0, max(text + margin + 8, title))
+
+    def eventFilter(self, watched: Any, event: Any) -> bool:  # noqa: N802
+        if watched is self.table.viewport() and event.type() == event.Type.Resize:
+            self.fit_columns_to_width()
+        return super().eventFilter(watched, event)
+
+    def _column_width(self, column: int) -> int:
+        """A column as wide as its title (with the sort indicator) and its longest cell among the first rows."""
+        header = self.table.horizontalHeader()
+        if column == 0:
+            return header.sectionSize(0)
+        margin = 2 * (self.table.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, self.table) + 1)
+        metrics = self.table.fontMetrics()
+        cells = [str(self.proxy.index(r, column).data() or "") for r in range(min(self.proxy.rowCount(), 200))]
+        widest = max((metrics.horizontalAdvance(text) for text in cells), default=0) + margin + 8
+        title = header.fontMetrics().horizontalAdvance(COLUMNS[column]) + 24  # sort indicator
+        return max(widest, title)
+
+    def fit_columns_to_width(self) -> None:
+        """Show the columns, by :data:`WIDTH_PRIORITY`, that fit the list's width (each as wide as its title and
+        cells); the rest are left out and named under the list. The visibility policy's hidden
+        columns stay hidden. Nothing changes while the list is not shown (its width is not known)."""
+        if not self.table.isVisible():
+            return
+        room = self.table.viewport().width()
+        used, dropped = 0, set()
+        header = self.table.horizontalHeader()
+        for column in WIDTH_PRIORITY:  # the review queue's columns first, then the clip's, flags last
+            if COLUMN_FIELDS[column] in self.hidden_fields:
+                self.table.setColumnHidden(column, True)
+                continue
+            width = self._column_width(column)
+            if column > 0 and (dropped or used + width > room):
+                dropped.add(column)
+                self.table.setColumnHidden(column, True)
+                continue
+            self.table.setColumnHidden(column, False)
+            if column > 0:
+                header.resizeSection(column, width)
+            used += width
+        names = ", ".join(COLUMNS[c] for c in sorted(dropped))
+        self.width_note.setText(f"not shown at this width: {names} (widen the list to show them)" if dropped else "")
+        self.width_note.setVisible(bool(dropped))
 
     def _fill_choices(self, rows: Sequence[ClipRow]) -> bool:
         """The combo boxes' values from the rows; True when a chosen value had to be dropped."""
@@ -443,6 +498,7 @@ class ClipBrowser(QWidget):
         hidden = self.hidden_fields
         for column, field in enumerate(COLUMN_FIELDS):
             self.table.setColumnHidden(column, field in hidden)
+        self.fit_columns_to_width()
         for widget, field, shown_tip in (
             (self.min_disagreement, "judge_disagreement", "judge disagreement at least"),
             (self.max_distance, "distance_from_theta", "|localizability − θ| at most"),

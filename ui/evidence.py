@@ -318,13 +318,17 @@ class ClipInfoPanel(QWidget):
         self.model_box.setToolTip("The ALM whose reasoning, prediction and judges are shown")
         self.model_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.model_box.activated.connect(self._model_activated)
+        # the chosen ALM's judges beside the title; the combo on a line of its own keeps a model's name whole
+        self.model_judges = plain_label()
         model_row = QHBoxLayout()
         model_row.addWidget(plain_label("ALM"))
-        model_row.addWidget(self.model_box, 1)
+        model_row.addWidget(self.model_judges, 1)
         layout = QVBoxLayout(self)
+        layout.setSpacing(4)  # the combo's own line costs no window height (the dock sets the window's minimum)
         layout.addWidget(self.title)
         layout.addWidget(self.truth)
         layout.addLayout(model_row)
+        layout.addWidget(self.model_box)
         layout.addWidget(self.predictions)
         layout.addWidget(plain_label("Description"))
         layout.addWidget(self.description, 1)
@@ -383,9 +387,16 @@ class ClipInfoPanel(QWidget):
             if detail is not None:
                 for p in detail.predictions:
                     judges = len(detail.for_alm(p.alm_run_id).judge_names)
-                    suffix = f" · {judges} judge{'s' if judges != 1 else ''}" if judges else " · not judged"
-                    self.model_box.addItem(f"{p.model}{' [DEMO]' if p.is_demo else ''}{suffix}", p.alm_run_id)
+                    suffix = f"{judges} judge{'s' if judges != 1 else ''}" if judges else "not judged"
+                    name = f"{p.model}{' [DEMO]' if p.is_demo else ''}"
+                    self.model_box.addItem(name, p.alm_run_id)
+                    self.model_box.setItemData(self.model_box.count() - 1, f"{name} · {suffix}",
+                                               Qt.ItemDataRole.ToolTipRole)
+                    if p.alm_run_id == detail.alm_run_id:
+                        self.model_judges.setText(f"· {suffix}")
                 self.model_box.setCurrentIndex(self.model_box.findData(detail.alm_run_id))
+            else:
+                self.model_judges.setText("")
             self.model_box.setEnabled(self.model_box.count() > 1)
         finally:
             self._updating = False

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QKeySequence
+from PySide6.QtWidgets import QDockWidget
 from sqlmodel import select
 
 from storage.models import ClipQuality
@@ -120,6 +121,11 @@ def test_clicking_a_header_sorts_by_that_column(make_window, qtbot) -> None:  # 
     window.show()
     window.blind_action.setChecked(False)  # blind mode hides the |l−θ| column (issue [N])
     browser = window.browser
+    # a list too narrow for every column leaves some out, named under it (issue 39): widened, all are there
+    dock = next(d for d in window.findChildren(QDockWidget) if d.widget() is browser)
+    window.resize(2200, 900)
+    window.resizeDocks([dock], [900], Qt.Orientation.Horizontal)
+    qtbot.waitUntil(lambda: not browser.width_note.isVisible(), timeout=2000)
     assert browser.queue_order.isChecked() and _shown(window) == QUEUE
     _click_header(qtbot, window, "country")
     assert not browser.queue_order.isChecked()  # the state is visible
@@ -193,3 +199,28 @@ def test_blind_mode_leaves_a_sort_by_disagreement(make_window, qtbot) -> None:  
     assert _shown(window)[:2] == ["DEMO-0001", "DEMO-0002"]  # ascending disagreement
     window.blind_action.setChecked(True)
     assert window.browser.queue_order.isChecked() and _shown(window) == BLIND_QUEUE
+
+
+def test_a_narrow_list_leaves_columns_out_and_names_them(make_window, qtbot) -> None:  # type: ignore[no-untyped-def]
+    """Issue 39: no column is cut at the list's edge ("unrevie"); those that do not fit are left out,
+    the review queue's last, and named under the list; widening it brings them back."""
+    from ui.browser import COLUMNS
+
+    window = make_window()
+    window.resize(1280, 800)
+    window.show()
+    window.blind_action.setChecked(False)
+    browser = window.browser
+    dock = next(d for d in window.findChildren(QDockWidget) if d.widget() is browser)
+    window.resizeDocks([dock], [380], Qt.Orientation.Horizontal)
+    qtbot.waitUntil(browser.width_note.isVisible, timeout=2000)
+    table, header = browser.table, browser.table.horizontalHeader()
+    shown = [c for c in range(len(COLUMNS)) if not table.isColumnHidden(c)]
+    left_out = [COLUMNS[c] for c in range(len(COLUMNS)) if table.isColumnHidden(c)]
+    assert {"key", "status", "disagreement"} <= {COLUMNS[c] for c in shown}
+    assert all(header.sectionPosition(c) + header.sectionSize(c) <= table.viewport().width() for c in shown)
+    assert left_out and all(name in browser.width_note.text() for name in left_out)
+    window.resize(2200, 900)
+    window.resizeDocks([dock], [900], Qt.Orientation.Horizontal)
+    qtbot.waitUntil(lambda: not browser.width_note.isVisible(), timeout=2000)
+    assert not any(table.isColumnHidden(c) for c in range(len(COLUMNS)))

@@ -25,6 +25,10 @@ from workbench.curation.export import manifest_path_for
 from workbench.curation.model import FitParameters
 from workbench.labels import LabelService
 
+# The offscreen platform plugin reports this when a shown window's minimum size follows its layout
+# (the curation view's tables and fit picture keep their width); it is not an application problem.
+pytestmark = pytest.mark.qt_log_ignore("does not support propagateSizeHints")
+
 
 def test_curation_view_opens_on_the_stored_run_not_a_default_preview(qtbot, store) -> None:  # type: ignore[no-untyped-def]
     project(store)

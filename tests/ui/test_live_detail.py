@@ -5,11 +5,16 @@ from __future__ import annotations
 
 import threading
 
+import pytest
 from PySide6.QtCore import QTimer
 from sqlmodel import select
 
 from storage.models import AlmRun, Prediction
 from workbench.review.service import ReviewService
+
+# The offscreen platform plugin reports this when a shown window's minimum size follows its layout
+# (the curation view's tables and fit picture keep their width); it is not an application problem.
+pytestmark = pytest.mark.qt_log_ignore("does not support propagateSizeHints")
 
 LIVE_ALM = "live-alm"
 

@@ -164,6 +164,71 @@ def cramped_scroll_areas(root: QWidget) -> list[str]:
     return problems
 
 
+def cut_table_columns(root: QWidget) -> list[str]:
+    """Table columns cut at the table's right edge or hidden past it (the table scrolls sideways),
+    and cells whose text is wider than their column (elided: "unrevie…", "1,")."""
+    from PySide6.QtWidgets import QAbstractItemView
+
+    problems = []
+    for view in root.findChildren(QAbstractItemView):
+        header = getattr(view, "horizontalHeader", lambda: None)() or getattr(view, "header", lambda: None)()
+        model = view.model()
+        if not _shown(view) or header is None or model is None or header.isHidden():
+            continue
+        room = view.viewport().width()
+        visible = [c for c in range(model.columnCount()) if not header.isSectionHidden(c) and header.sectionSize(c) > 0]
+        last_stretches = header.stretchLastSection() and visible and header.sectionPosition(visible[-1]) < room
+        for column in visible:
+            title = str(model.headerData(column, header.orientation()) or column)
+            start, size = header.sectionPosition(column), header.sectionSize(column)
+            if start + size > room + _SLACK_PX and not (last_stretches and column == visible[-1]):
+                shown = max(0, room - start)
+                problems.append(f"column {title!r} shows {shown} of {size} px (the table scrolls sideways)")
+                continue
+            metrics = QFontMetrics(view.font())
+            margin = 2 * (view.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, view) + 1)
+            for row in range(min(model.rowCount(), 200)):
+                text = model.index(row, column).data()
+                if text is None or not isinstance(text, str) or not text:
+                    continue
+                needed = metrics.horizontalAdvance(text) + margin
+                if needed > size + _SLACK_PX:
+                    problems.append(f"cell {text[:40]!r} in column {title!r} needs {needed} px, has {size}")
+                    break
+    return problems
+
+
+def sideways_scroll_areas(root: QWidget) -> list[str]:
+    """Scroll areas (a cockpit view's dock) that scroll sideways: the view is wider than the window."""
+    problems = []
+    for area in root.findChildren(QScrollArea):
+        inner = area.widget()
+        if not _shown(area) or inner is None:
+            continue
+        if area.horizontalScrollBar().maximum() > 0 and area.horizontalScrollBar().isVisible():
+            problems.append(f"scroll area of {type(inner).__name__} scrolls sideways "
+                            f"({inner.minimumSizeHint().width()} px wide in {area.viewport().width()})")
+    return problems
+
+
+def cut_combo_boxes(root: QWidget) -> list[str]:
+    """Combo boxes whose current text is wider than their text field ("DEMO-ALM (synthetic re")."""
+    from PySide6.QtWidgets import QComboBox, QStyleOptionComboBox
+
+    problems = []
+    for combo in root.findChildren(QComboBox):
+        if not _shown(combo) or not combo.currentText():
+            continue
+        option = QStyleOptionComboBox()
+        combo.initStyleOption(option)
+        field = combo.style().subControlRect(QStyle.ComplexControl.CC_ComboBox, option,
+                                             QStyle.SubControl.SC_ComboBoxEditField, combo)
+        needed = QFontMetrics(combo.font()).horizontalAdvance(combo.currentText())
+        if needed > field.width() + _SLACK_PX:
+            problems.append(f"combo box {combo.currentText()[:60]!r} needs {needed} px, has {field.width()}")
+    return problems
+
+
 def _texts_in_plot(view) -> list[tuple[str, QRectF]]:  # type: ignore[no-untyped-def]
     """(text, scene rectangle) of every visible text in a pyqtgraph scene."""
     import pyqtgraph as pg
@@ -324,7 +389,8 @@ def colours_without_legend(root: QWidget) -> list[str]:
 
 def readability_problems(root: QWidget) -> list[str]:
     return (clipped_texts(root) + cramped_scroll_areas(root) + overlapping_plot_texts(root)
-            + captions_over_data(root) + colours_without_legend(root))
+            + captions_over_data(root) + colours_without_legend(root)
+            + cut_table_columns(root) + sideways_scroll_areas(root) + cut_combo_boxes(root))
 
 
 # ---------------------------------------------------------------------------------------------- the views
@@ -449,3 +515,45 @@ def test_the_checker_sees_a_cut_header_and_an_elided_tab(qtbot) -> None:  # type
     found = clipped_texts(tabs)
     assert any("Forced by expert" in p for p in found), found
     assert any("Error modes" in p for p in found), found
+
+
+def test_curation_run_history_counts_the_candidates_its_summary_counts(fitted_window) -> None:  # type: ignore[no-untyped-def]
+    """The demo's stored run has a short summary (no ``n_candidates``): the Run history's Candidates
+    cell still shows the count the summary line gives, read from the run's stored clips (issue 39)."""
+    window = fitted_window((1280, 800))
+    view = window.cockpit.curation
+    stored = view.show_stored()
+    assert stored is not None
+    count = sum(clip.candidate for clip in stored.clips)
+    assert f"{count} candidates of {len(stored.clips)} clips" in view.summary.text()
+    columns = [view.runs.horizontalHeaderItem(c).text() for c in range(view.runs.columnCount())]
+    rows = {view.runs.item(r, 0).text(): view.runs.item(r, columns.index("Candidates")).text()
+            for r in range(view.runs.rowCount())}
+    assert rows[str(stored.run_id)] == f"{count:,}"
+
+
+def test_the_checker_sees_a_column_past_the_edge_and_a_cut_combo(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """The checks can fail: a table wider than its view, an elided cell, a cut combo box."""
+    from PySide6.QtWidgets import QComboBox, QTableWidget, QTableWidgetItem, QVBoxLayout
+
+    root = QWidget()
+    table = QTableWidget(1, 3)
+    table.setHorizontalHeaderLabels(["model", "GeoScore", "n in dataset"])
+    table.setItem(0, 0, QTableWidgetItem("a model with a long name"))
+    table.setColumnWidth(0, 40)
+    table.setColumnWidth(1, 200)
+    table.setColumnWidth(2, 200)
+    combo = QComboBox()
+    combo.addItem("DEMO-ALM (synthetic reasoning)")
+    combo.setFixedWidth(90)
+    layout = QVBoxLayout(root)
+    layout.addWidget(table)
+    layout.addWidget(combo)
+    root.resize(300, 200)
+    qtbot.addWidget(root)
+    root.show()
+    _settle()
+    found = cut_table_columns(root) + cut_combo_boxes(root)
+    assert any("'n in dataset'" in p and "scrolls sideways" in p for p in found), found
+    assert any("a model with a long name" in p for p in found), found
+    assert any("DEMO-ALM" in p for p in found), found

@@ -8,13 +8,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtWidgets import QCheckBox, QLabel, QTableWidget, QTableWidgetItem
+from PySide6.QtWidgets import QCheckBox, QHeaderView, QLabel, QTableWidget, QTableWidgetItem
+
+from ui.cockpit.curation_plot import FitPlot
 
 from workbench.commands import Command, CommandStack, SetCategoryPolarity
 from workbench.curation import runs
 from workbench.labels import LabelService
 
 CATEGORY_COLUMNS = ["Category", "Name", "a", "ā", "Support", "Fitted", "Polarity", "Forced by expert"]
+
+
+def fit_table_width(table: QTableWidget) -> None:
+    """Keep ``table`` at least as wide as its columns (sized to their titles and cells): beside the
+    fit's picture it is never squeezed into scrolling sideways."""
+    header = table.horizontalHeader()
+    header.resizeSections(QHeaderView.ResizeMode.ResizeToContents)
+    scrollbar = table.verticalScrollBar().sizeHint().width()
+    table.setMinimumWidth(header.length() + 2 * table.frameWidth() + scrollbar + 2)
 
 
 class CategoryTableMixin:
@@ -28,6 +39,7 @@ class CategoryTableMixin:
     annotator_id: int
     stack: CommandStack
     _execute: Callable[[Command], bool] | None
+    fit_plot: FitPlot
     preview_now: Callable[[], object]  # the view's: recomputes the preview after a polarity changes
 
     def _fill_categories(self, result: runs.FitResult, what_if: dict[str, str]) -> None:
@@ -42,6 +54,11 @@ class CategoryTableMixin:
                 self.table.setItem(row, column, QTableWidgetItem(value))
         if current is not None:
             self.select_category(current)
+        fit_table_width(self.table)
+        # the picture beside the table, from the same fit: its α and n_min, its forced and what-if categories
+        alpha = float(result.parameters.get("alpha", 0.05))
+        n_min = result.parameters.get("n_min")
+        self.fit_plot.set_fit(result.categories, alpha, what_if, int(n_min) if n_min is not None else None)
 
     def category_rows(self) -> dict[str, dict[str, str]]:
         """The table as category id → column → text (what the user sees)."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from PySide6.QtCore import QTimer, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -41,7 +41,8 @@ from PySide6.QtWidgets import (
 )
 
 from storage import Store
-from ui.cockpit.curation_categories import CATEGORY_COLUMNS, CategoryTableMixin
+from ui.cockpit.curation_categories import CATEGORY_COLUMNS, CategoryTableMixin, fit_table_width
+from ui.cockpit.curation_plot import FitPlot
 from ui.cockpit.jobs import JobsPanel, fit_job
 from ui.cockpit.run_diff import DiffTree, plain, settings_text, summary_numbers
 from workbench.commands import Command, CommandStack
@@ -132,6 +133,7 @@ class CurationView(CategoryTableMixin, QWidget):
         self.rollup.addItems(["leaf", "root"])
         self.rollup.currentTextChanged.connect(self.schedule_preview)
         self.alm = QComboBox()
+        self.alm.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)  # a model's name whole
         self.alm.addItem("(judged ALM)", None)
         self.alm.currentIndexChanged.connect(self.schedule_preview)
         form = QFormLayout()
@@ -177,6 +179,7 @@ class CurationView(CategoryTableMixin, QWidget):
         # table scrolls sideways rather than cut a title or a name
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.table.setWordWrap(False)
+        self.table.verticalHeader().hide()
         self.what_if_mode = QCheckBox("What-if only (preview, nothing recorded)")
         force_row = QHBoxLayout()
         force_row.addWidget(QLabel("Force selected category:"))
@@ -188,8 +191,9 @@ class CurationView(CategoryTableMixin, QWidget):
         force_row.addStretch(1)
 
         self.preview_diff = DiffTree()
-        self.runs = QTableWidget(0, 4)
-        self.runs.setHorizontalHeaderLabels(["Run", "Created", "Candidates", "θ"])
+        self.runs = QTableWidget(0, 5)
+        self.runs.setHorizontalHeaderLabels(["Run", "Created", "Candidates", "of clips", "θ"])
+        self.runs.verticalHeader().hide()
         self.runs.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.runs.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.runs.setToolTip("double-click a run to show it")
@@ -208,27 +212,52 @@ class CurationView(CategoryTableMixin, QWidget):
         for tree in (self.preview_diff, self.run_diff):
             tree.clipActivated.connect(self.clipActivated)
 
+        # the picture of the fit beside its table: each category's a − ā against the ±α band
+        self.fit_plot = FitPlot()
         left = QWidget()
         left_layout = QVBoxLayout(left)
         left_layout.addWidget(params_box)
         left_layout.addWidget(self.summary)
         left_layout.addWidget(self.diff_title)
         left_layout.addWidget(self.preview_diff, 1)
-        middle = QWidget()
-        middle_layout = QVBoxLayout(middle)
-        middle_layout.addWidget(self.source)
-        middle_layout.addWidget(self.table, 1)
-        middle_layout.addLayout(force_row)
-        right = QWidget()
-        right_layout = QVBoxLayout(right)
-        right_layout.addWidget(QLabel("Run history"))
-        right_layout.addWidget(self.runs, 1)
-        right_layout.addLayout(diff_row)
-        right_layout.addWidget(self.run_diff, 1)
+        fit = QSplitter()
+        fit.addWidget(self.table)
+        fit.addWidget(self.fit_plot)
+        fit.setStretchFactor(0, 0)
+        fit.setStretchFactor(1, 1)
+        fit.setChildrenCollapsible(False)
+        history = QWidget()
+        history_layout = QVBoxLayout(history)
+        history_layout.setContentsMargins(0, 0, 0, 0)
+        history_layout.addWidget(QLabel("Run history"))
+        history_layout.addWidget(self.runs, 1)
+        diffs = QWidget()
+        diffs_layout = QVBoxLayout(diffs)
+        diffs_layout.setContentsMargins(0, 0, 0, 0)
+        diffs_layout.addLayout(diff_row)
+        diffs_layout.addWidget(self.run_diff, 1)
+        runs_row = QSplitter()
+        runs_row.addWidget(history)
+        runs_row.addWidget(diffs)
+        runs_row.setStretchFactor(1, 1)
+        runs_row.setChildrenCollapsible(False)
+        top = QWidget()
+        top_layout = QVBoxLayout(top)
+        top_layout.setContentsMargins(0, 0, 0, 0)
+        top_layout.addWidget(self.source)
+        top_layout.addWidget(fit, 1)
+        top_layout.addLayout(force_row)
+        right = QSplitter(Qt.Orientation.Vertical)
+        right.addWidget(top)
+        right.addWidget(runs_row)
+        right.setStretchFactor(0, 3)
+        right.setStretchFactor(1, 1)
+        right.setChildrenCollapsible(False)
         splitter = QSplitter()
-        for part in (left, middle, right):
+        for part in (left, right):
             splitter.addWidget(part)
-        splitter.setStretchFactor(1, 2)
+        splitter.setStretchFactor(1, 1)
+        splitter.setChildrenCollapsible(False)
         layout = QVBoxLayout(self)
         layout.addWidget(splitter)
         self._unsubscribe = stack.subscribe(self._labels_changed)
@@ -401,6 +430,7 @@ class CurationView(CategoryTableMixin, QWidget):
         index = self.alm.findData(chosen)
         self.alm.setCurrentIndex(max(index, 0))
         self.alm.blockSignals(False)
+        self.alm.setMinimumWidth(self.alm.sizeHint().width())  # the longest model name whole
         self.refresh_runs()
         latest = runs.latest_run_id(self.store)
         new_run = latest != self._latest_run_id
@@ -416,10 +446,12 @@ class CurationView(CategoryTableMixin, QWidget):
         self.runs.setRowCount(len(stored))
         for row, run in enumerate(reversed(stored)):
             theta = run.parameters.get("theta")
-            values = [str(run.id), run.created_at.strftime("%Y-%m-%d %H:%M:%S"),
-                      str(run.summary.get("n_candidates", "")), "" if theta is None else f"{float(theta):.4g}"]
+            # candidates of clips, counted from the run's stored rows as the summary line counts them
+            values = [str(run.id), run.created_at.strftime("%Y-%m-%d %H:%M"),
+                      f"{run.n_candidates:,}", f"{run.n_clips:,}", "" if theta is None else f"{float(theta):.4g}"]
             for column, value in enumerate(values):
                 self.runs.setItem(row, column, QTableWidgetItem(value))
+        fit_table_width(self.runs)
         previous = (self.run_a.currentData(), self.run_b.currentData())
         for combo in (self.run_a, self.run_b):
             combo.clear()

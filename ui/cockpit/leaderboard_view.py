@@ -38,13 +38,30 @@ def cell_text(value: object, key: str = "") -> str:
     return metric_cell(key, value.item() if isinstance(value, np.generic) else value)
 
 
+HEADER_LINE_CHARS = 20
+
+
+def header_lines(title: str, width: int = HEADER_LINE_CHARS) -> str:
+    """A long column title on a few lines of about ``width`` characters, broken at spaces (the
+    table fits the window without cutting a title: "mean distance error" / "(km; a refusal" / ...)."""
+    if len(title) <= width + 4:
+        return title
+    lines: list[str] = []
+    for word in title.split(" "):
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return "\n".join(lines)
+
+
 def fill_table(table: QTableWidget, frame: pd.DataFrame) -> None:
     """Show a DataFrame with readable column titles and formatted cells (see :func:`cell_text`);
     a header's tooltip and ``Qt.UserRole`` are its column's key, a number cell's its full value (``repr``)."""
     table.clear()
     table.setColumnCount(len(frame.columns))
     table.setRowCount(len(frame))
-    table.setHorizontalHeaderLabels([metric_title(str(column)) for column in frame.columns])
+    table.setHorizontalHeaderLabels([header_lines(metric_title(str(column))) for column in frame.columns])
     for c, column in enumerate(frame.columns):
         header = table.horizontalHeaderItem(c)
         header.setToolTip(str(column))

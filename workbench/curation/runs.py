@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import select
+from sqlalchemy import case, func, select
 
 from storage import Store
 from storage.models import Clip, CurationCategoryResult, CurationClipResult, CurationRun
@@ -91,6 +91,9 @@ class RunInfo:
     input_fingerprint: str
     parameters: dict[str, Any]
     summary: dict[str, Any]
+    # counted from the run's stored clip rows (a run another tool stored may have a shorter summary)
+    n_candidates: int = 0
+    n_clips: int = 0
 
 
 # --------------------------------------------------------------------------- reading back
@@ -162,13 +165,22 @@ def run_diff(store: Store, run_a: int, run_b: int, *, top: int = DIFF_TOP_MOVES)
 
 
 def list_runs(store: Store) -> list[RunInfo]:
-    """Every stored curation run, oldest first."""
+    """Every stored curation run, oldest first, with its candidates and clips counted from its stored clip rows."""
     with store.session() as s:
         runs = s.scalars(select(CurationRun).order_by(CurationRun.id)).all()
+        counts = {
+            int(run_id): (int(candidates or 0), int(clips))
+            for run_id, candidates, clips in s.execute(
+                select(CurationClipResult.run_id,
+                       func.sum(case((CurationClipResult.candidate, 1), else_=0)), func.count())
+                .group_by(CurationClipResult.run_id)
+            )
+        }
     return [
         RunInfo(
             id=int(r.id), created_at=r.created_at, alm_run_id=r.alm_run_id, input_fingerprint=r.input_fingerprint,
             parameters=dict(r.parameters or {}), summary=dict(r.summary or {}),
+            n_candidates=counts.get(int(r.id), (0, 0))[0], n_clips=counts.get(int(r.id), (0, 0))[1],
         )
         for r in runs
     ]
