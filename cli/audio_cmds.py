@@ -43,13 +43,15 @@ def analyze_command(
     quality = result["quality"]
     rms = quality["rms_dbfs"]
     show(f"{result['path']}")
+    from workbench.formatting import count, db, ratio, score
+
     show(
-        f"  {result['duration_s']:.2f} s, {result['sample_rate']} Hz, {result['n_channels']} ch, "
+        f"  {score(result['duration_s'])} s, {count(result['sample_rate'])} Hz, {result['n_channels']} ch, "
         f"layout {result['layout']}, {result['format']} {result['subtype'] or ''}".rstrip()
     )
     show(
-        f"  RMS {'-inf' if not math.isfinite(rms) else f'{rms:.1f}'} dBFS, flatness {quality['spectral_flatness']:.3g}, "
-        f"clipping {quality['clipping_ratio']:.5f}, ACI {quality['aci']:.1f}"
+        f"  RMS {'-inf dBFS' if not math.isfinite(rms) else db(rms)}, flatness {ratio(quality['spectral_flatness'])}, "
+        f"clipping {ratio(quality['clipping_ratio'])}, ACI {score(quality['aci'])}"
     )
     if result["non_finite_samples"]:
         show(f"  {result['non_finite_samples']} NaN/Inf samples were replaced by 0")

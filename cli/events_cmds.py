@@ -190,12 +190,14 @@ def events_score_qa(
         return
     from rich.table import Table
 
+    from workbench.formatting import formatted
+
     table = Table(title=f"spatial QA: {result['n_questions']} questions, {result['n_missing']} unanswered, "
                         f"{result['n_unparsable']} unparsable")
     for name in ("type", "n", "correct", "accuracy", "unparsable", "missing"):
         table.add_column(name, justify="left" if name == "type" else "right")
     for qtype, s in sorted(result["per_type"].items()):
-        acc = "n/a" if s["accuracy"] is None else f"{100 * s['accuracy']:.1f} %"
+        acc = formatted(s["accuracy"], "accuracy", missing="n/a")
         table.add_row(qtype, str(s["n"]), str(s["correct"]), acc, str(s["unparsable"]), str(s["missing"]))
     show(table, min_width=70)
     o = result["oclock"]

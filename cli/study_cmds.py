@@ -390,6 +390,8 @@ def register(app: typer.Typer) -> None:
 
 
 def _print_result(r: dict) -> None:
+    from workbench.formatting import formatted
+
     head = f"{r['label']} · " if r.get("label") else ""
     verdict = "PASSED" if r["passed"] else "FAILED"
     show(f"{head}{r['llm']} [{verdict}] winning rate {r['winning_rate']:.2f}, advantage probability "
@@ -399,7 +401,7 @@ def _print_result(r: dict) -> None:
         if a["skipped"]:
             show(f"  {a['annotator']}: not tested — {a['skipped']}")
         else:
-            p = "n/a" if a["p_value"] is None else f"{a['p_value']:.4g}"
+            p = formatted(a["p_value"], "p_value", missing="n/a")
             show(f"  {a['annotator']}: {a['n_units']} units, p = {p}, "
                  f"{'beaten by the LLM' if a['rejected'] else 'not beaten'}")
     for note in r.get("notes", []):

@@ -165,3 +165,17 @@ def test_leaderboard_common_without_a_common_clip_says_so(db, capsys) -> None:  
     err = capsys.readouterr().err
     assert "no predictions imported yet" not in err
     assert "no clip was answered by every listed row" in err
+
+
+def test_analyze_prints_its_numbers_through_the_formatter(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    import numpy as np
+    import soundfile as sf
+
+    signal = 0.1 * np.sin(2 * np.pi * 440 * np.arange(16_000) / 16_000)
+    signal[:1] = 1.0  # one clipped sample in 16,000: a ratio of 6.25e-05, "0.00006" with five decimals
+    sf.write(tmp_path / "tone.wav", signal, 16_000)
+    capsys.readouterr()
+    assert main(["analyze", str(tmp_path / "tone.wav")]) == 0
+    text = capsys.readouterr().out
+    assert not LONG_DECIMAL.findall(text), text
+    assert "1.00 s, 16,000 Hz" in text and "dBFS" in text
