@@ -119,4 +119,4 @@ def test_fetch_audio_cli_reports_failures(project, sqlite_path: Path, tmp_path: 
     payload = json.loads(captured.out)
     assert payload["failed"] == 1 and "quiet" in payload["failures"]
     assert "could not be fetched" in captured.err
-    assert main(["--db", str(sqlite_path), "fetch-audio", "--clips", "all,quiet"]) == 1
+    assert main(["--db", str(sqlite_path), "fetch-audio", "--clips", "all,quiet"]) == 2  # a usage error (issue 40)

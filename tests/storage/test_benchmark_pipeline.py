@@ -114,8 +114,21 @@ def test_a_non_agl1k_pool_from_import_to_a_loadable_benchmark(pool, capsys):
     assert asked["clips"] == 6 and asked["requests"] == 6
 
     keys = [r["uid"] for r in pool["records"]]
+    # an expert's contributions: without judges or labels no category can be fitted, and `fit`
+    # refuses to store a run that fitted none (issue 40)
+    from sqlalchemy import select as sql_select
+
+    from storage import open_store
+    from storage import tables as T
+
+    store = open_store(db[1])
+    with store.read() as connection:
+        category = connection.execute(sql_select(T.tag.c.audioset_id).order_by(T.tag.c.probability.desc())).scalars().first()
+    store.dispose()
     for key in keys[:4]:
         aglw(capsys, *db, "--annotator", "ana", "label", "clip", "--clip", key, "--decision", "accept")
+        aglw(capsys, *db, "--annotator", "ana", "label", "set", "--clip", key, "--category", str(category),
+             "--contribution", "3", "--effect", "helped")
     fitted = aglw(capsys, *db, "--json", "fit", "--n-min", "1")
     assert {c["key"] for c in fitted["clips"]} == set(keys)
     selected = aglw(capsys, *db, "--json", "select", "--size", "3")

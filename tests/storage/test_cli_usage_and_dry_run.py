@@ -76,7 +76,7 @@ def bad_choices(d: dict[str, Path]) -> dict[str, list[str] | None]:
             "check locations", "gui", "demo", "clips list", "clips show", "media link", "judgments show",
             "label history", "judge models", "study sensitivity", "study error-mode", "study report",
             "study judge-error-modes", "study plan", "study progress", "study guess", "events eval", "events qa",
-            "events score-qa", "study invite", "study participants"]),
+            "events score-qa", "study invite", "study participants", "serve"]),
     }
 
 
