@@ -99,9 +99,11 @@ def register(app: typer.Typer) -> None:
             elif pool and pool.get("why_not"):
                 show(pool["why_not"])
             if folder is not None:
+                from workbench.formatting import score
+
                 for entry in payload["files"]:
                     if entry["error"] is None:
-                        show(f"  {entry['key']}: {entry['duration_s']:.1f} s, {entry['n_channels']} ch, "
+                        show(f"  {entry['key']}: {score(entry['duration_s'])} s, {entry['n_channels']} ch, "
                              f"{', '.join(entry['flags']) or 'passes'}")
             for key, error in summary.failed[:_SHOWN_FAILURES]:
                 show(f"  failed {key}: {error}")

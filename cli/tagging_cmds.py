@@ -202,6 +202,8 @@ def register(app: typer.Typer) -> None:
         if app.json:
             emit_json(payload)
             return
-        show(f"{file}: {result.duration_s:.1f} s, model {loaded.name}")
+        from workbench.formatting import probability, score
+
+        show(f"{file}: {score(result.duration_s)} s, model {loaded.name}")
         for entry in payload["top"]:
-            show(f"  {entry['probability']:.3f}  {entry['name']} ({entry['id']})")
+            show(f"  {probability(entry['probability']):>5}  {entry['name']} ({entry['id']})")
