@@ -195,6 +195,9 @@ def test_report_renders_every_figure_in_a_headless_browser(project, capsys, tmp_
         assert (out / "tables" / name).exists(), name
     methods = report["methods"]
     assert "ε = 0.15" in methods and "α = 0.1" in methods and "B = 50" in methods
+    # names a reader knows (issue 39): the coefficient and the raters as in the figures, never the keys
+    assert "Cohen's κ" in methods and "weighted κ (quadratic)" in methods and "mean of the judges" in methods
+    assert "judge:" not in methods and "kappa" not in methods and "expert_consensus" not in methods
     alt = [r for r in report["alt_tests"] if not r["refused"]]
     assert alt and all(f"ω = {r['winning_rate']:.2f}" in methods for r in alt)
     capsys.readouterr()

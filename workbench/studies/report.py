@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from workbench import escaping
+from workbench.agreement.names import coefficient_name, pair_name, rater_name
 from workbench.errors import AglwError, InputError
 from workbench.studies.report_counts import (
     StudyCounts,
@@ -152,18 +153,18 @@ def methods_paragraph(*, n_clips: int, experts: int, judges: int, alt_rows: list
             rows = part[(part["section"] == section) & part["value"].notna()]
             if rows.empty:
                 continue
-            coefficient = rows["coefficient"].iloc[0].replace("_", " ")
+            coefficient = coefficient_name(rows["coefficient"].iloc[0])
             if len(rows) == 1:
                 row = rows.iloc[0]
                 sentences.append(
                     f"{section} {coefficient} = {row['value']:.3f} [{_fmt(row['ci_low'])}, {_fmt(row['ci_high'])}] "
-                    f"({row['rater_a']} vs {row['rater_b']}, n = {int(row['n_units'])} units)")
+                    f"({pair_name(row['rater_a'], row['rater_b'])}, n = {int(row['n_units'])} units)")
             else:
                 low, high = rows.loc[rows["value"].idxmin()], rows.loc[rows["value"].idxmax()]
                 sentences.append(
                     f"{section} {coefficient} from {low['value']:.3f} [{_fmt(low['ci_low'])}, {_fmt(low['ci_high'])}] "
-                    f"({low['rater_a']} vs {low['rater_b']}, n = {int(low['n_units'])}) to {high['value']:.3f} "
-                    f"[{_fmt(high['ci_low'])}, {_fmt(high['ci_high'])}] ({high['rater_a']} vs {high['rater_b']}, "
+                    f"({pair_name(low['rater_a'], low['rater_b'])}, n = {int(low['n_units'])}) to {high['value']:.3f} "
+                    f"[{_fmt(high['ci_low'])}, {_fmt(high['ci_high'])}] ({pair_name(high['rater_a'], high['rater_b'])}, "
                     f"n = {int(high['n_units'])}) over {len(rows)} pairs")
         if sentences:
             parts.append(f"For {label}: " + "; ".join(sentences) + ".")
@@ -178,13 +179,13 @@ def methods_paragraph(*, n_clips: int, experts: int, judges: int, alt_rows: list
             f"experts with fewer than {min_items} shared units are left out; the LLM passes at a winning rate ω ≥ 0.5).")
     for r in tested:
         parts.append(
-            f"{r['llm']} on {r['label']} ({r['metric']}): ω = {r['winning_rate']:.2f} over {r['n_tested']} expert(s), "
+            f"{rater_name(r['llm'])} on {r['label']} ({r['metric']}): ω = {r['winning_rate']:.2f} over {r['n_tested']} expert(s), "
             f"ρ = {r['advantage_probability']:.3f}, n = {r['n_units']} units — "
             f"{'passed' if r['passed'] else 'failed'}.")
     refused = [r for r in alt_rows if r.get("refused")]
     if refused and missing is None:
         parts.append(f"{len(refused)} candidate/label combination(s) could not be tested "
-                     f"(e.g. {refused[0]['llm']} on {refused[0]['label']}: {refused[0]['refused']}).")
+                     f"(e.g. {rater_name(refused[0]['llm'])} on {refused[0]['label']}: {refused[0]['refused']}).")
     if counts.n_error_answers:
         parts.append(f"Experts tagged {counts.n_error_answers} wrong or refused ALM answer(s) with AGL1K's error-mode "
                      "taxonomy; shares count each answer once, and a share from fewer than 5 answers is marked.")
