@@ -49,6 +49,12 @@ def test_each_stage_shows_its_page_and_a_reload_resumes(project: Path, template:
     assert all(f'data-testid="hp-answer-{n}"' in page for n in (1, 2, 3)) and 'data-testid="hp-play"' in page
     wav = walker.client.get("/hp/1.wav")
     assert wav.status_code == 200 and wav.content[:4] == b"RIFF" and wav.headers["content-type"] == "audio/wav"
+    import io
+
+    import soundfile as sf
+
+    tones, rate = sf.read(io.BytesIO(wav.content))
+    assert tones.shape[1] == 2 and rate == 16_000 and len(wav.content) < 250_000  # stereo, light
     assert walker.headphones().json() == {"stage": "items"}
     first, progress = walker.item()
     assert progress == "1 of 3"

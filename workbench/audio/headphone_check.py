@@ -60,6 +60,7 @@ def _tone(sample_rate: int) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=8)  # deterministic: three sounds per rate, served to every participant
 def trial_wav(quiet: int, sample_rate: int = 44100) -> bytes:
     """One trial's sound: a stereo WAV of three 200 Hz tones; tone ``quiet`` (1-3) is 6 dB quieter.
 
