@@ -123,6 +123,20 @@ class ClipTableModel(QAbstractTableModel):
             return COLUMNS[section]
         return None
 
+    def column_texts(self, column: int) -> set[str]:
+        """Every text ``column`` shows, over all rows (what sizes the column: no cell is elided)."""
+        if COLUMN_FIELDS[column] in self.hidden_fields:
+            return set()
+        texts = set()
+        for row in self.rows:
+            value = getattr(row, COLUMN_FIELDS[column])
+            if column == COLUMNS.index("speech"):
+                value = "" if value is None else ("yes" if value else "no")
+            elif column == COLUMNS.index("flags"):
+                value = ", ".join(value)
+            texts.add(f"{value:.3f}" if isinstance(value, float) else ("" if value is None else str(value)))
+        return texts
+
     def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid():
             return None
@@ -289,6 +303,7 @@ class ClipBrowser(QWidget):
         layout.addWidget(self.table, 1)
         # The columns that do not fit the list's width are left out with a note naming them (a column
         # cut at the edge reads "unrevie"); widening the dock shows them again (issue 39).
+        self._text_widths: dict[tuple[Any, ...], int] = {}
         self.width_note = QLabel()
         self.width_note.setWordWrap(True)
         self.width_note.setTextFormat(Qt.TextFormat.PlainText)
@@ -339,6 +354,8 @@ class ClipBrowser(QWidget):
     def update_rows(self, rows: Sequence[ClipRow]) -> None:
         """New values for the rows of the clips an edit changed; order, filter and selection kept."""
         self.model.update_rows(rows)
+        self._text_widths.clear()  # a status may have grown longer
+        self.fit_columns_to_width()
 
     def _fit_key_column(self) -> None:
         """Widen the key column to the longest key (measured on the longest few, not every row:
@@ -366,8 +383,12 @@ class ClipBrowser(QWidget):
             return header.sectionSize(0)
         margin = 2 * (self.table.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, self.table) + 1)
         metrics = self.table.fontMetrics()
-        cells = [str(self.proxy.index(r, column).data() or "") for r in range(min(self.proxy.rowCount(), 200))]
-        widest = max((metrics.horizontalAdvance(text) for text in cells), default=0) + margin + 8
+        key = (column, id(self.model.rows), len(self.model.rows), self.hidden_fields)
+        if key not in self._text_widths:  # measured once per set of rows, not on every resize
+            texts = sorted(self.model.column_texts(column), key=len, reverse=True)[:50]
+            self._text_widths = {k: v for k, v in self._text_widths.items() if k[1:] == key[1:]}
+            self._text_widths[key] = max((metrics.horizontalAdvance(text) for text in texts), default=0)
+        widest = self._text_widths[key] + margin + 8
         title = header.fontMetrics().horizontalAdvance(COLUMNS[column]) + 24  # sort indicator
         return max(widest, title)
 
