@@ -301,3 +301,41 @@ def test_the_forest_plot_names_pairs_and_coefficient_as_a_reader_knows_them(draw
     alt_test_bars(_alt_rows())
     shown = [text.get_text() for text, _ in drawn.texts]
     assert "effect · mean of the judges" in shown and f"effect · {JUDGES[1]}" in shown
+
+
+def test_the_agreement_bundles_per_category_figure_keeps_its_text_inside_apart_and_off_the_lines(
+        drawn, monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The bundle's per-category figure: long category names beside their ids, 'not reported' rows."""
+    from matplotlib.figure import Figure
+
+    from workbench.agreement.report import _per_category_figure
+
+    names = {f"/m/0cat{k}": name for k, name in enumerate(
+        ["Outside, urban or manmade", "Inside, small room", "Mechanical fan", "Vehicle horn, car horn, honking",
+         "Church bell", "Bird vocalization, bird call, bird song"])}
+    rows = []
+    for label, coefficient in (("effect", "krippendorff_alpha_nominal"), ("contribution", "krippendorff_alpha_ordinal")):
+        for k, category in enumerate(names):
+            reported = k % 2 == 0
+            value = 0.1 * k - 0.2 if reported else float("nan")
+            rows.append({"label": label, "subset_kind": "category", "subset": category, "coefficient": coefficient,
+                         "value": value, "ci_low": value - 0.3, "ci_high": value + 0.2, "n_units": 3 + 4 * k,
+                         "reason": None if reported else "needs at least 5 units; 3 available"})
+    saved: list[list[str]] = []
+    savefig = Figure.savefig
+
+    def measured_savefig(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        drawn.clear()
+        result = savefig(self, *args, **kwargs)
+        width, height = self.get_size_inches() * self.dpi
+        saved.append(check_drawn(drawn, width, height))
+        shown = [text.get_text() for text, _ in drawn.texts]
+        assert "Vehicle horn, car horn, honking (/m/0cat3) (n = 15)\nnot reported: needs at least 5 units; 3 available" in shown, shown
+        assert "Outside, urban or manmade (/m/0cat0) (n = 3)" in shown, shown
+        return result
+
+    monkeypatch.setattr(Figure, "savefig", measured_savefig)
+    (tmp_path / "figures").mkdir()
+    written = _per_category_figure(tmp_path, pd.DataFrame(rows), names)
+    assert len(written) == len(saved) == 2
+    assert not [p for problems in saved for p in problems], saved

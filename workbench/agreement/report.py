@@ -19,6 +19,7 @@ from workbench.agreement import minimums
 from workbench.agreement.names import category_name, coefficient_name, pair_name, rater_name, readable
 from workbench.agreement.units import CODING_DECISIONS, LABELS, RATING_COLUMNS, RatingData
 from workbench import escaping
+from workbench.figure_layout import fit_canvas
 from workbench.outputs import check_folder_target, output_folder
 
 TOOL = "agl-workbench aglw agreement"
@@ -176,7 +177,7 @@ def _confusion_figures(out: Path, ratings: pd.DataFrame) -> list[str]:
             ax.set_xlabel(rater_name(reference))
             ax.set_ylabel(rater_name(judge))
             ax.set_title(f"{label}: {pair_name(judge, reference)} (n = {len(common)})")
-            fig.tight_layout()
+            fit_canvas(fig)  # every label on the canvas (long rater and category names)
             name = f"figures/confusion_{_safe(judge)}_{label}.png"
             fig.savefig(out / name, dpi=FIGURE_DPI)
             written.append(name)
@@ -201,15 +202,19 @@ def _per_category_figure(out: Path, coefficients: pd.DataFrame, categories: dict
             low = (part["value"] - part["ci_low"].fillna(part["value"])).clip(lower=0)
             high = (part["ci_high"].fillna(part["value"]) - part["value"]).clip(lower=0)
             ax.errorbar(part["value"], y[shown], xerr=[low, high], fmt="o", capsize=3)
-        for position in y[~shown]:
-            ax.text(0.02, position, f"not reported: {rows.at[position, 'reason']}", va="center", fontsize=7,
-                    color="dimgrey", transform=ax.get_yaxis_transform())
-        ax.set_yticks(y, [f"{category_name(c, categories)} (n = {n})" for c, n in zip(rows["subset"], rows["n_units"])])
-        ax.set_ylim(-0.5, len(rows) - 0.5)
         ax.axvline(0, color="grey", linewidth=0.8)
+        # a category without a value says why in its label, in grey: nothing is written over the data
+        ax.set_yticks(y, [f"{category_name(c, categories)} (n = {n})"
+                          + ("" if ok else f"\nnot reported: {reason}")
+                          for c, n, ok, reason in zip(rows["subset"], rows["n_units"], shown, rows["reason"])])
+        for tick, ok in zip(ax.get_yticklabels(), shown):
+            if not ok:
+                tick.set_color("dimgrey")
+                tick.set_fontsize(8)
+        ax.set_ylim(-0.5, len(rows) - 0.5)
         ax.set_xlabel(f"{coefficient_name(coefficient)} (95 % cluster-bootstrap interval)")
         ax.set_title(f"{label}: agreement per category")
-        fig.tight_layout()
+        fit_canvas(fig)  # every label on the canvas (long rater and category names)
         name = f"figures/per_category_{label}.png"
         fig.savefig(out / name, dpi=FIGURE_DPI)
         written.append(name)
@@ -240,7 +245,7 @@ def _bland_altman_figure(out: Path, ratings: pd.DataFrame) -> list[str]:
     ax.set_ylabel(f"{rater_name('judge_mean')} − {rater_name(reference)}")
     ax.set_title(f"Bland–Altman, contribution (n = {common.size})")
     ax.legend(loc="upper right")
-    fig.tight_layout()
+    fit_canvas(fig)  # every label on the canvas (long rater and category names)
     name = "figures/bland_altman_contribution.png"
     fig.savefig(out / name, dpi=FIGURE_DPI)
     return [name]
