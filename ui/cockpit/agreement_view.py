@@ -158,6 +158,9 @@ class AgreementView(QWidget):
         self._study_to = folder
 
         def run(context: TaskContext) -> str:
+            # the workbench's own cache folder (not a place the user named): made when missing, as
+            # every cache is; outputs the user names still need their folder to exist
+            folder.parent.mkdir(parents=True, exist_ok=True)
             report = write_report(store, folder, bootstrap=bootstrap, replace=True, task=context)
             return f"study report: {report.n_figures} figures, open {folder / 'report.html'} in a browser"
 
