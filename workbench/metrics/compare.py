@@ -129,30 +129,8 @@ def compare_models(
         for kind in ("country", "continent"):
             if f"{profile}_{kind}_alias" in inputs.columns:
                 changed[f"{kind}_alias_n"].append(int(np.count_nonzero(inputs.columns[f"{profile}_{kind}_alias"])))
-    out = []
-    for metric in chosen:
-        (value_a, weight_a), (value_b, weight_b) = terms[0][metric], terms[1][metric]
-        both = (weight_a > 0) & (weight_b > 0)
-        n = int(np.count_nonzero(both))
-        a = float(value_a[both].mean()) if n else math.nan
-        b = float(value_b[both].mean()) if n else math.nan
-        row: dict[str, Any] = {"metric": metric, "n": n, "a": _nan_to_none(a), "b": _nan_to_none(b),
-                               "difference": _nan_to_none(a - b)}
-        if metric in CONTINUOUS_KEYS:
-            p, interval = paired_bootstrap(value_a[both], value_b[both], bootstrap=bootstrap, seed=seed,
-                                           name=f"{model_a}|{model_b}|{metric}")
-            row.update(test="paired_bootstrap", p_value=_nan_to_none(p), ci=interval)
-        else:
-            p = mcnemar_exact(value_a[both] > 0, value_b[both] > 0) if n else math.nan
-            row.update(test="mcnemar_exact", p_value=_nan_to_none(p),
-                       ci=_paired_interval(value_a[both], value_b[both], bootstrap, seed, model_a, model_b, metric))
-        out.append(row)
-    tested = [i for i, row in enumerate(out) if row["p_value"] is not None]
-    adjusted = holm([out[i]["p_value"] for i in tested])
-    for row in out:
-        row["p_holm"] = None
-    for i, p in zip(tested, adjusted):
-        out[i]["p_holm"] = p
+    out = _tested_metrics(terms[0], terms[1], chosen, one_answer_each=True, bootstrap=bootstrap, seed=seed,
+                          names=(model_a, model_b))
     result = {"models": [model_a, model_b], "profile": profile, "n_common": len(common), "bootstrap": bootstrap,
               "seed": seed, "metrics": out}
     if changed["country_alias_n"] and aliases is not None:
@@ -200,16 +178,37 @@ def _compare_sets(store: Store, records: Any, model_a: str, model_b: str,
         for kind in ("country", "continent"):
             if f"{profile}_{kind}_alias" in inputs.columns:
                 changed[f"{kind}_alias_n"].append(int(np.count_nonzero(inputs.columns[f"{profile}_{kind}_alias"])))
+    out = _tested_metrics(per_clip[0], per_clip[1], chosen, one_answer_each=single, bootstrap=bootstrap, seed=seed,
+                          names=(model_a, model_b))
+    result = {"models": [model_a, model_b], "profile": profile, "n_common": len(common), "bootstrap": bootstrap,
+              "seed": seed, "metrics": out, "n_answers": n_answers}
+    if len(changed["country_alias_n"]) == 2 and aliases is not None:
+        from workbench.metrics.aliased import table_summary
+
+        result["alias_table"] = {**table_summary(aliases), **changed}
+    return result
+
+
+def _tested_metrics(terms_a: Mapping[str, Any], terms_b: Mapping[str, Any], chosen: list[str], *,
+                    one_answer_each: bool, bootstrap: int, seed: int, names: tuple[str, str]) -> list[dict[str, Any]]:
+    """One row per metric on the clips both sides count for it: the two means, their difference,
+    the test and its interval, Holm's correction over the metrics tested.
+
+    ``terms_*``: metric -> (per-clip value, counted) on the common clips in one order. McNemar's
+    exact test needs one answer per clip on each side (``one_answer_each``); otherwise every metric
+    gets the paired bootstrap over clips.
+    """
+    model_a, model_b = names
     out = []
     for metric in chosen:
-        (value_a, counted_a), (value_b, counted_b) = per_clip[0][metric], per_clip[1][metric]
+        (value_a, counted_a), (value_b, counted_b) = terms_a[metric], terms_b[metric]
         both = (counted_a > 0) & (counted_b > 0)
         n = int(np.count_nonzero(both))
         a = float(value_a[both].mean()) if n else math.nan
         b = float(value_b[both].mean()) if n else math.nan
         row: dict[str, Any] = {"metric": metric, "n": n, "a": _nan_to_none(a), "b": _nan_to_none(b),
                                "difference": _nan_to_none(a - b)}
-        if metric in CONTINUOUS_KEYS or not single:
+        if metric in CONTINUOUS_KEYS or not one_answer_each:
             p, interval = paired_bootstrap(value_a[both], value_b[both], bootstrap=bootstrap, seed=seed,
                                            name=f"{model_a}|{model_b}|{metric}")
             row.update(test="paired_bootstrap", p_value=_nan_to_none(p), ci=interval)
@@ -224,13 +223,7 @@ def _compare_sets(store: Store, records: Any, model_a: str, model_b: str,
         row["p_holm"] = None
     for i, p in zip(tested, adjusted):
         out[i]["p_holm"] = p
-    result = {"models": [model_a, model_b], "profile": profile, "n_common": len(common), "bootstrap": bootstrap,
-              "seed": seed, "metrics": out, "n_answers": n_answers}
-    if len(changed["country_alias_n"]) == 2 and aliases is not None:
-        from workbench.metrics.aliased import table_summary
-
-        result["alias_table"] = {**table_summary(aliases), **changed}
-    return result
+    return out
 
 
 def profiles() -> tuple[str, ...]:
