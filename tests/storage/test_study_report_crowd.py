@@ -162,3 +162,36 @@ def test_the_flow_diagram_has_every_count_inside_the_figure_and_no_text_overlaps
         assert box.x0 >= 0 and box.y0 >= 0 and box.x1 <= width and box.y1 <= height, f"{text!r} leaves the figure"
     for (first, a), (second, b) in combinations(boxes, 2):
         assert not a.overlaps(b), f"{first!r} overlaps {second!r}"
+
+
+def test_a_crowd_baseline_without_judges_gets_its_report(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """A project with a web study and a model but no judge or expert rating: the report holds the
+    crowd sections and says what it leaves out; a project with neither is refused in one line."""
+    from storage import open_store
+    from tests.web import synthetic_project
+
+    store = open_store(tmp_path / "crowd.sqlite")
+    try:
+        synthetic_project.build(store, tmp_path, "crowd-only", n_clips=4, per_participant=2, target_per_clip=1,
+                                seconds=1.0)
+        study = web_study.load_study(store, "crowd-only")
+        study, nonces = web_study.invite(store, "crowd-only", 2)
+        for nonce in nonces:
+            pid = web_session.enter_by_invite(store, study, nonce)
+            _check(store, study, pid)
+            _play(store, study, pid)
+    finally:
+        store.dispose()
+    db = str(tmp_path / "crowd.sqlite")
+    capsys.readouterr()
+    assert main(["--db", db, "--json", "study", "report", "--out", str(tmp_path / "report")]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [part["study"] for part in report["crowd"]] == ["crowd-only"]
+    page = (tmp_path / "report" / "report.html").read_text(encoding="utf-8")
+    assert "No judge or expert ratings yet" in page and "crowd-only" in page
+    with open(tmp_path / "report" / "tables" / "crowd_flow.csv", newline="", encoding="utf-8") as handle:
+        assert any("crowd-only" in ",".join(row) for row in csv.reader(handle))
+    empty = open_store(tmp_path / "empty.sqlite")
+    empty.dispose()
+    assert main(["--db", str(tmp_path / "empty.sqlite"), "study", "report", "--out", str(tmp_path / "r2")]) == 1
+    assert "no judge or expert ratings and no web study" in capsys.readouterr().err

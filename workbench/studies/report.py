@@ -304,7 +304,15 @@ def write_report(
     step("ratings")
     data = load_ratings(store, alm_model=alm_model)
     if data.ratings.empty:
-        raise InputError("the project has no judge or expert ratings yet; run `aglw judge` or record labels first")
+        from workbench.studies import report_crowd
+
+        crowd = report_crowd.crowd_parts(store)
+        if not crowd:
+            raise InputError("the project has no judge or expert ratings and no web study yet; run `aglw judge`, "
+                             "record labels or collect a crowd baseline (`aglw study web`) first")
+        # a crowd baseline needs no judge: its report holds the crowd and the human localizers only
+        return _crowd_only_report(store, out, crowd, replace=replace, epsilon=epsilon, alpha=alpha,
+                                  bootstrap=bootstrap, seed=seed, task=task)
     ratings = data.ratings
     if task is not None:
         task.advance()
@@ -488,5 +496,46 @@ def write_report(
         (staging / "report.json").write_text(json.dumps(_finite(report.to_dict()), indent=2, default=str,
                                                         ensure_ascii=False, allow_nan=False), encoding="utf-8")
     if task is not None:
+        task.advance()
+    return report
+
+
+def _crowd_only_report(store: Any, out: Path, crowd: list, *, replace: bool, epsilon: float, alpha: float,
+                       bootstrap: int, seed: int, task: Any) -> StudyReport:
+    """The report of a project with web studies and no judge or expert rating: the crowd sections
+    (flow, exclusions, the crowd vs the models) and the desktop localizers; the sections that need
+    ratings say they are left out and why."""
+    from workbench.studies import localizers, report_crowd
+
+    with output_folder(out, force=replace, earlier=_holds_earlier_report, what="study report") as staging:
+        (staging / "tables").mkdir(parents=True)
+        tables = {"crowd_flow": report_crowd.flow_frame(crowd), "crowd_participants": report_crowd.participants_frame(crowd),
+                  "crowd_vs_models": report_crowd.comparison_frame(crowd)}
+        humans = pd.DataFrame(localizers.human_leaderboard(store))
+        if not humans.empty:
+            tables["human_localizers"] = humans
+        for name, frame in tables.items():
+            frame.to_csv(staging / "tables" / f"{name}.csv", index=False)
+        sections = ["<h1>AGL Workbench study report</h1>"
+                    f"<p>Written {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.</p>",
+                    _missing_html("No judge or expert ratings yet: the agreement, alt-test, error-mode and "
+                                  "sensitivity sections are left out (run `aglw judge` or record labels).")]
+        if not humans.empty:
+            shown = humans[[c for c in ("model", "n", "distance_error_km", "geoscore_mean", "country_acc",
+                                        "continent_acc", "mean_confidence") if c in humans.columns]]
+            sections.append("<h2>Humans as localizers</h2>" + _table_html(shown, "Humans as localizers"))
+        crowd_section, n_figures = report_crowd.crowd_html(crowd, _table_html, _figure_html, _missing_html)
+        sections.append(crowd_section)
+        (staging / REPORT).write_text(f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>AGL "
+                                      f"Workbench study report</title><style>{CSS}</style></head><body>"
+                                      f"{''.join(sections)}</body></html>", encoding="utf-8")
+        report = StudyReport(out=str(out), created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                             alm_model=None, epsilon=epsilon, alpha=alpha, bootstrap=bootstrap, seed=seed,
+                             n_figures=n_figures, tables=[f"tables/{name}.csv" for name in tables],
+                             crowd=[part.to_dict() for part in crowd])
+        (staging / "report.json").write_text(json.dumps(_finite(report.to_dict()), indent=2, default=str,
+                                                        ensure_ascii=False, allow_nan=False), encoding="utf-8")
+    if task is not None:
+        task.set_total(1)
         task.advance()
     return report
