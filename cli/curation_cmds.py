@@ -40,13 +40,14 @@ def _parse_what_if(values: list[str]) -> dict[str, str]:
 
 def fit_command(
     ctx: typer.Context,
-    gamma: float = typer.Option(1000.0, "--gamma", help="Success threshold γ on the ALM error (km)."),
-    alpha: float = typer.Option(0.05, "--alpha", help="Margin α between a and ā for P / N."),
-    theta: float = typer.Option(0.0, "--theta", help="Candidate threshold θ on localizability."),
-    tau: float = typer.Option(0.15, "--tau", help="Tag probability threshold τ for detected categories."),
-    n_min: int = typer.Option(5, "--n-min", help="Minimum support for a fitted polarity."),
-    top_n: int = typer.Option(10, "--top-n", help="At most this many detected categories per clip."),
-    rollup: str = typer.Option("leaf", "--rollup", help="Category level: leaf or root (needs the ontology)."),
+    # None: the latest stored run's value, else the model's default (a project keeps its settings)
+    gamma: Optional[float] = typer.Option(None, "--gamma", help="Success threshold γ on the ALM error (km) [last run's, else 1000]."),
+    alpha: Optional[float] = typer.Option(None, "--alpha", help="Margin α between a and ā for P / N [last run's, else 0.05]."),
+    theta: Optional[float] = typer.Option(None, "--theta", help="Candidate threshold θ on localizability [last run's, else 0]."),
+    tau: Optional[float] = typer.Option(None, "--tau", help="Tag probability threshold τ for detected categories [last run's, else 0.15]."),
+    n_min: Optional[int] = typer.Option(None, "--n-min", help="Minimum support for a fitted polarity [last run's, else 5]."),
+    top_n: Optional[int] = typer.Option(None, "--top-n", help="At most this many detected categories per clip [last run's, else 10]."),
+    rollup: Optional[str] = typer.Option(None, "--rollup", help="Category level: leaf or root (needs the ontology) [last run's, else leaf]."),
     alm: Optional[str] = typer.Option(None, "--alm", help="Reference ALM model (default: the judged one)."),
     preview: bool = typer.Option(False, "--preview", help="Compute without storing a run."),
     recalibrate_theta: bool = typer.Option(
@@ -60,20 +61,34 @@ def fit_command(
     from workbench.curation import service
     from workbench.curation.model import FitParameters
 
-    check_choice(rollup, ("leaf", "root"), "--rollup")
+    if rollup is not None:
+        check_choice(rollup, ("leaf", "root"), "--rollup")
     app = app_context(ctx)
+    given = {"gamma_km": gamma, "alpha": alpha, "theta": theta, "tau": tau, "n_min": n_min, "top_n": top_n,
+             "rollup": rollup}
     try:
-        params = FitParameters(
-            gamma_km=gamma, alpha=alpha, theta=theta, tau=tau, n_min=n_min, top_n=top_n, rollup=rollup
-        )
+        FitParameters(**{k: v for k, v in given.items() if v is not None})  # a bad option is a usage error first
     except ValueError as exc:
         raise usage_error(str(exc)) from exc
+    from workbench.curation.stored import latest_parameters
+
+    store = app.store()
+    latest = latest_parameters(store)
+    values = FitParameters().to_dict()
+    if latest is not None:  # the project's own settings where no option is given
+        values.update({k: v for k, v in latest[1].items() if k in values})
+    values.update({k: v for k, v in given.items() if v is not None})
+    try:
+        params = FitParameters(**values)
+    except ValueError as exc:
+        raise usage_error(str(exc)) from exc
+    inherited = sorted(k for k, v in given.items() if v is None and latest is not None
+                       and latest[1].get(k, values[k]) != FitParameters().to_dict()[k])
     forced = _parse_what_if(what_if)
     if forced and not preview:
         raise usage_error("needs --preview (a stored run holds only recorded labels)", "--what-if")
     from workbench.project import category_names, check_category_id
 
-    store = app.store()
     # A typo in --what-if would preview a category nobody has: refused with the close ids.
     forced = {check_category_id(store, category, "--what-if"): value for category, value in forced.items()}
     roots_of, names = (_ontology_roll_up() if rollup == "root" else (None, category_names(store)))
@@ -89,6 +104,10 @@ def fit_command(
         emit_json(result.to_json())
         return
     _print_fit(result)
+    if inherited and latest is not None:
+        show(f"settings of run {latest[0]} kept: " + ", ".join(f"{k} {values[k]:g}" if isinstance(values[k], float)
+                                                              else f"{k} {values[k]}" for k in inherited)
+             + " (give the option to change one)")
 
 
 def _print_fit(result: Any) -> None:

@@ -115,3 +115,23 @@ def test_fit_diff_names_each_changed_category_beside_its_id(project_db, tmp_path
     assert main(["--db", project_db, "fit", "--n-min", "1", "--preview", "--what-if", f"{BIRD}=neutral"]) == 0
     out = capsys.readouterr().out
     assert f"  Bird ({BIRD}): N → neutral" in out, out
+
+
+def test_fit_keeps_the_projects_settings_where_no_option_is_given(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """The demo's stored run used n_min 1: a bare `aglw fit` refits with it (issue 40; with the
+    command's own default of 5 every demo category was 'insufficient'); an option still wins."""
+    from cli.main import main
+    from workbench.demo import create_demo_project
+
+    db = str(create_demo_project(tmp_path / "demo").db_path)
+    capsys.readouterr()
+    assert main(["--db", db, "--json", "fit", "--preview"]) == 0
+    kept = json.loads(capsys.readouterr().out)
+    assert kept["parameters"]["n_min"] == 1
+    assert sum(c["polarity"] in ("P", "N") for c in kept["categories"]) == 8
+    assert main(["--db", db, "fit", "--preview"]) == 0
+    assert "settings of run 1 kept: n_min 1" in capsys.readouterr().out
+    assert main(["--db", db, "--json", "fit", "--preview", "--n-min", "5"]) == 0
+    asked = json.loads(capsys.readouterr().out)
+    assert asked["parameters"]["n_min"] == 5 and all(c["polarity"] not in ("P", "N") for c in asked["categories"])
+    assert main(["--db", db, "fit", "--preview", "--n-min", "0"]) == 2  # still a usage error

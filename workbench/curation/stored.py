@@ -73,3 +73,19 @@ def selection_to_export(source: Any, selection_id: int | None = None) -> int:
 
 
 __all__ = ["run_to_select_from", "selection_to_export"]
+
+
+def latest_parameters(source: Any) -> tuple[int, dict[str, Any]] | None:
+    """The latest stored curation run and the parameters it was fitted with (None: no run yet).
+
+    `aglw fit` refits with these where no option says otherwise: a project carries its settings
+    (the demo's run used n_min 1; the command's bare defaults would turn every one of its few
+    categories "insufficient").
+    """
+    with _connection(source) as connection:
+        run_id = latest_curation_run_id(connection)
+        if run_id is None:
+            return None
+        run = T.curation_run.c
+        row = connection.execute(select(run.parameters).where(run.id == run_id)).first()
+    return (int(run_id), dict(row.parameters or {})) if row is not None else None
