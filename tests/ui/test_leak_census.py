@@ -173,8 +173,13 @@ def leaks(window: QWidget, hidden: dict[str, str]) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     for name, value in hidden.items():
         # A number is found as a whole number: 0.333 is not in an agreement table's 0.3333.
-        pattern = re.compile(rf"(?<![\d.]){re.escape(value)}(?!\d)" if NUMBER.fullmatch(value) else re.escape(value))
-        hits = [f"{where}: {t[:100]}" for where, t in texts if pattern.search(t)]
+        number = NUMBER.fullmatch(value) is not None
+        pattern = re.compile(rf"(?<![\d.]){re.escape(value)}(?!\d)" if number else re.escape(value))
+        # The agreement dock's cells are project-wide coefficients shown with 3 decimals (issue 39):
+        # a clip's 0.333 and a κ of 1/3 read alike there without telling anything of the clip, so a
+        # number is not looked for in that table (its words are).
+        hits = [f"{where}: {t[:100]}" for where, t in texts if pattern.search(t)
+                and not (number and "dock-cockpit-agreement" in where)]
         if hits:
             found[name] = hits
     return found
