@@ -91,7 +91,7 @@ def fit_command(
 
     # A typo in --what-if would preview a category nobody has: refused with the close ids.
     forced = {check_category_id(store, category, "--what-if"): value for category, value in forced.items()}
-    roots_of, names = (_ontology_roll_up() if rollup == "root" else (None, category_names(store)))
+    roots_of, names = (_ontology_roll_up() if params.rollup == "root" else (None, category_names(store)))
     result = run_task(
         "fitting the curation model",
         lambda task: service.fit(

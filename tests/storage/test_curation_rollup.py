@@ -111,7 +111,7 @@ def test_fit_with_root_rollup_uses_the_ontology_roots(project: Path, tmp_path: P
     assert categories[HUMAN]["a_bar"] == 0.0 and categories[ANIMAL]["a_bar"] > 0.0
     assert {c["key"] for c in result["clips"]} == set(CLIPS)
 
-    leaf = _fit(capsys, project, "--preview")
+    leaf = _fit(capsys, project, "--preview", "--rollup", "leaf")  # not given, the stored run's root would be kept
     assert {c["id"] for c in leaf["categories"]} == {"/c/0", "/c/3", "/c/7", "/c/14", "/c/1"}
 
 
