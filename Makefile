@@ -3,6 +3,8 @@ VENV    ?= .venv
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 TORCH   ?= torch==2.13.0
+# pytest-xdist workers for `make test` (2: the 2-core CI machine; `make test TEST_WORKERS=0` runs in one process)
+TEST_WORKERS ?= 2
 
 .PHONY: setup test demo bench lint-imports clean
 
@@ -19,7 +21,7 @@ lint-imports: setup
 	$(VENV)/bin/lint-imports
 
 test: setup lint-imports
-	QT_QPA_PLATFORM=offscreen $(PY) -m pytest
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 demo: setup
 	$(VENV)/bin/aglw demo

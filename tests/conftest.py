@@ -104,6 +104,14 @@ def any_store(request: pytest.FixtureRequest, tmp_path: Path):  # type: ignore[n
     s.dispose()
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (`make test` runs two workers) every test that uses the one Ray instance
+    goes to the same worker: two local Ray clusters on a 2-core machine would fight over it."""
+    for item in items:
+        if "ray_instance" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("ray"))
+
+
 @pytest.fixture(scope="session")
 def ray_instance():  # type: ignore[no-untyped-def]
     """One local Ray instance (2 CPUs) for every Ray test of the session: it takes seconds to start."""
