@@ -438,10 +438,10 @@ def leaderboard_cmd(
     show(board, min_width=max(200, sum(widths) + 3 * len(widths) + 1))
     for line in alias_notes:
         show(line)
+    from workbench.studies.board import crowd_line
+
     for crowd in found.crowds:
-        excluded = "; ".join(f"{x['participant']} ({x['reason']})" for x in crowd["excluded"])
-        show(escape(f"human ({crowd['study']}): {count(crowd['analyzed'])} participant(s) analyzed "
-                    f"({crowd['rule']}); {count(len(crowd['excluded']))} excluded" + (f": {excluded}" if excluded else "")))
+        show(escape(crowd_line(crowd)))
 
 
 def compare_cmd(

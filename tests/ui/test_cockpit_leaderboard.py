@@ -187,3 +187,42 @@ def test_the_view_counts_honestly_and_compares_two_models(qtbot, sqlite_path, tm
     assert "2 clips both answered" in view.compare_status.text()
     view.shutdown()
     store.dispose()
+
+
+def test_the_view_shows_every_row_aglw_leaderboard_prints_crowds_too(qtbot, store, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """One leaderboard: the desktop's table has the rows of `aglw leaderboard` (the web study's
+    crowd and its consensus too), says who the crowd's rows leave out, and compares a crowd row
+    with a model as `aglw compare` does (before: the crowd rows were in the CLI only)."""
+    from tests.storage.test_crowd_leaderboard import CONSENSUS, POOLED, build
+    from workbench.country_aliases import alias_table
+    from workbench.studies.board import leaderboard_board
+    from workbench.studies.crowd import compare_rows
+
+    pseudonyms = build(store, tmp_path)
+    view = LeaderboardView(store, force_sync=True)
+    qtbot.addWidget(view)
+    view.profile.setCurrentText("agl1k")
+    for common in (False, True):
+        view.common.setChecked(common)
+        board = leaderboard_board(store, "agl1k", None, common=common, aliases=alias_table())
+        assert list(view.frame["model"]) == [row["model"] for row in board.rows]
+        assert {POOLED, CONSENSUS} <= set(view.frame["model"])
+        shown = view.frame.set_index("model")
+        for row in board.rows:
+            assert shown.loc[row["model"], "n"] == row["n"]
+            assert shown.loc[row["model"], "distance_error_km"] == pytest.approx(row["distance_error_km"])
+        if not common:
+            assert list(shown.loc[POOLED, ["n", "n_clips", "n_participants"]]) == [9, 3, 3]
+    # the excluded participant is named with the rule, as under the CLI's table
+    assert f"human (crowd-1): 3 participant(s) analyzed" in view.counting.text()
+    assert pseudonyms[3] in view.counting.text()
+    view.common.setChecked(False)
+    # the crowd row can be compared, with the CLI's numbers
+    assert POOLED in [view.compare_a.itemText(i) for i in range(view.compare_a.count())]
+    view.compare_a.setCurrentText(POOLED)
+    view.compare_b.setCurrentText("B")
+    view.run_compare()
+    cli = compare_rows(store, POOLED, "B", profile="agl1k", aliases=alias_table())
+    assert f"on the {cli['n_common']} clips both answered" in view.compare_status.text()
+    assert view.compare_table.rowCount() == len(cli["metrics"])
+    view.shutdown()

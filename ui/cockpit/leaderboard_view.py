@@ -1,4 +1,6 @@
-"""Leaderboard view: every imported ALM under both metric profiles, with breakdowns."""
+"""Leaderboard view: every imported ALM, the human localizers and the web studies' crowds under
+both metric profiles, with breakdowns: the rows of `aglw leaderboard`
+(:func:`workbench.studies.board.leaderboard_board`)."""
 
 from __future__ import annotations
 
@@ -24,8 +26,6 @@ from PySide6.QtWidgets import (
 from storage import Store
 from ui.workers import LatestResult
 from workbench.formatting import metric_cell, metric_title
-from workbench.metrics.service import leaderboard
-from workbench.studies.localizers import with_human_rows
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +103,7 @@ class LeaderboardView(QWidget):
         # Counting honestly (issue [N]): every model on the clips all of them answered, and
         # 95 % bootstrap intervals (clips resampled, seed 0, B = 2,000) as `aglw leaderboard`.
         self.common = QCheckBox("Common clips only")
-        self.common.setToolTip("Rank every model on the clips all of them answered (leaderboard --common)")
+        self.common.setToolTip("Rank every row on the clips all of them answered (leaderboard --common)")
         self.ci = QCheckBox("95 % intervals")
         self.ci.setToolTip("Bootstrap intervals, clips resampled with replacement (B = 2,000, seed 0)")
         for widget in (QLabel("Profile"), self.profile, QLabel("Breakdown"), self.by, self.common, self.ci):
@@ -124,7 +124,7 @@ class LeaderboardView(QWidget):
         self.refresh()
 
     def _compare_panel(self) -> QWidget:
-        """Two models compared on the clips both answered (as `aglw compare`)."""
+        """Two rows (models or human rows) compared on the clips both answered (as `aglw compare`)."""
         panel = QWidget()
         column = QVBoxLayout(panel)
         column.setContentsMargins(0, 0, 0, 0)
@@ -145,23 +145,28 @@ class LeaderboardView(QWidget):
         return panel
 
     def run_compare(self) -> None:
-        """Compare the two chosen models (paired tests, Holm-corrected) and show the result."""
+        """Compare the two chosen rows (models or human rows; paired tests, Holm-corrected) and show the result."""
+        from workbench.country_aliases import alias_table
         from workbench.errors import AglwError
-        from workbench.metrics.compare import compare_models
+        from workbench.studies.crowd import compare_rows
 
         a, b = self.compare_a.currentText(), self.compare_b.currentText()
         profile = "agl1k" if self.profile.currentText() == "both" else self.profile.currentText()
         try:
-            result = compare_models(self.store, a, b, profile=profile)
+            # the table's alias table too, so the comparison and the rows above it agree
+            result = compare_rows(self.store, a, b, profile=profile, aliases=alias_table())
         except AglwError as exc:
             self.compare_status.setText(str(exc))
             fill_table(self.compare_table, pd.DataFrame())
             return
+        bootstrap = f"paired bootstrap (B = {result['bootstrap']:,}, seed {result['seed']})"
+        if any(m["test"] == "mcnemar_exact" for m in result["metrics"]):
+            tests = f"McNemar's exact test for accuracies and within-k rates, {bootstrap} for mean distance and GeoScore"
+        else:  # a side answers a clip several times (a crowd): its clip score is the mean of its answers
+            tests = f"{bootstrap} for every metric, a clip scored by the mean of a side's answers"
         self.compare_status.setText(
-            f"{a} vs {b} on the {result['n_common']:,} clips both answered ({profile} profile): McNemar's exact "
-            f"test for accuracies and within-k rates, paired bootstrap (B = {result['bootstrap']:,}, seed "
-            f"{result['seed']}) for mean distance and GeoScore; p (Holm) corrected over {len(result['metrics'])} "
-            "metrics; n = clips the metric counts")
+            f"{a} vs {b} on the {result['n_common']:,} clips both answered ({profile} profile): {tests}; "
+            f"p (Holm) corrected over {len(result['metrics'])} metrics; n = clips the metric counts")
         frame = pd.DataFrame(result["metrics"])
         fill_table(self.compare_table, frame[[c for c in ("metric", "n", "a", "b", "difference", "test", "p_value",
                                                           "p_holm") if c in frame.columns]])
@@ -186,8 +191,8 @@ class LeaderboardView(QWidget):
         self.frame = frame
         fill_table(self.table, frame)
         self.counting.setText(counting_note(frame, common=self.common.isChecked(), ci=self.ci.isChecked()))
-        models = [m for m in frame.get("model", pd.Series(dtype=object)).drop_duplicates().tolist()
-                  if not str(m).startswith("human")]
+        # any two rows the table shows, models and human rows alike (as `aglw compare`)
+        models = [str(m) for m in frame.get("model", pd.Series(dtype=object)).drop_duplicates().tolist()]
         for combo, index in ((self.compare_a, 0), (self.compare_b, 1)):
             chosen = combo.currentText()
             combo.blockSignals(True)
@@ -204,18 +209,20 @@ class LeaderboardView(QWidget):
 
 def read_leaderboard(store: Store, profile: str, by: str | None, *, common: bool = False,
                      ci: bool = False) -> pd.DataFrame:
-    """The table the view shows: the models' rows (``n`` answers counted of ``n_dataset`` clips;
-    with ``common`` on the clips every model answered, with ``ci`` 95 % bootstrap intervals),
-    and with no breakdown and not ``common`` the human localizers'. The configuration folder's
-    country alias table applies as on the command line (its counts in their own columns)."""
+    """The table the view shows: the rows `aglw leaderboard` prints
+    (:func:`workbench.studies.board.leaderboard_board`: the models' rows, ``n`` answers counted of
+    ``n_dataset`` clips; the desktop's human localizers and each web study's crowd and consensus;
+    with ``common`` on the clips every row answered, with ``ci`` 95 % bootstrap intervals). The
+    configuration folder's country alias table applies as on the command line (its counts in their
+    own columns). ``attrs``: ``n_common``, ``alias_table``, ``notes`` and ``crowds`` (who each
+    crowd's rows count)."""
     from workbench.country_aliases import alias_table
+    from workbench.studies.board import leaderboard_board
 
-    aliases = alias_table()
-    frame = leaderboard(store, profile, by=by, common=common, ci=ci, aliases=aliases)  # type: ignore[arg-type]
-    attrs = dict(frame.attrs)
-    if by is None and not common:
-        frame = with_human_rows(frame, store, profile, ci=ci, aliases=aliases)  # blind human guesses, scored alike
-    frame.attrs.update(attrs)
+    board = leaderboard_board(store, profile, by, common=common, ci=ci, aliases=alias_table())  # type: ignore[arg-type]
+    frame = pd.DataFrame(board.rows, columns=board.columns)
+    frame.attrs.update(n_common=board.n_common, alias_table=board.alias_table, notes=list(board.notes),
+                       crowds=list(board.crowds))
     return frame
 
 
@@ -225,13 +232,19 @@ def counting_note(frame: pd.DataFrame, *, common: bool, ci: bool) -> str:
 
     parts = [f"{DISTANCE_HEADER[0].upper()}{DISTANCE_HEADER[1:]}: the mean over answers with a defined distance.",
              "n: answers counted (a refusal is an answer); n dataset: clips in the model's dataset."]
+    if "n_clips" in frame.columns:
+        parts.append("A crowd's n counts its guesses; clips and people: the clips and participants they come from.")
     if common:
         n_common = frame.attrs.get("n_common")
-        parts.append(f"Every model on the {n_common or 0:,} clips all of them answered (human localizers not ranked).")
+        parts.append(f"Every row on the {n_common or 0:,} clips all of them answered.")
     if ci:
         parts.append("Intervals: 95 % percentile bootstrap, clips resampled with replacement (B = 2,000, seed 0).")
     aliases = frame.attrs.get("alias_table")
     if aliases:
         parts.append(f"Country alias table {aliases['file']} applied ({'; '.join(aliases['aliases'])}): "
                      "'correct under the alias table' counts the row's answers it turned correct.")
+    from workbench.studies.board import crowd_line
+
+    parts += [f"{note[0].upper()}{note[1:]}." for note in frame.attrs.get("notes", ())]
+    parts += [f"{crowd_line(crowd)}." for crowd in frame.attrs.get("crowds", ())]
     return " ".join(parts)

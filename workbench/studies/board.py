@@ -61,6 +61,17 @@ def crowd_exclusions(store: Store) -> list[dict[str, Any]]:
     return out
 
 
+def crowd_line(crowd: dict[str, Any]) -> str:
+    """The sentence under a leaderboard (the CLI's table, the desktop's) on one web study's crowd
+    (an item of :attr:`Board.crowds`): how many participants its rows count, by which rule, and
+    who is left out and why."""
+    from workbench.formatting import count
+
+    excluded = "; ".join(f"{x['participant']} ({x['reason']})" for x in crowd["excluded"])
+    return (f"human ({crowd['study']}): {count(crowd['analyzed'])} participant(s) analyzed ({crowd['rule']}); "
+            f"{count(len(crowd['excluded']))} excluded" + (f": {excluded}" if excluded else ""))
+
+
 def leaderboard_board(store: Store, profile: str, by: str | None = None, *, common: bool = False,
                       listed: list[str] | None = None, each: bool = False, ci: bool = False,
                       bootstrap: int = 2000, seed: int = 0, aliases: AliasTable | None = None) -> Board:
