@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 # Control characters other than tab/newline: no document format wants them and some
 # (a form feed, an escape) confuse the tools that read the file.
@@ -31,6 +32,25 @@ _LATEX = {
     "^": r"\textasciicircum{}",
     "\\": r"\textbackslash{}",
 }
+# The symbols the product writes itself (κ, α, ρ in coefficients' names, ≤ in "≤ 1 km", −, θ, →)
+# and every Greek letter without accents, as commands pdfLaTeX knows: its default UTF-8 input declares the Latin
+# letters and the typographic punctuation (– — … ’ ° · × ±), but no Greek and no mathematics
+# ("Unicode character κ (U+03BA) not set up for use with LaTeX").
+_GREEK_SMALL = ("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi o pi rho varsigma sigma "
+                "tau upsilon phi chi psi omega").split()
+_GREEK_CAPITAL = {"Γ": "Gamma", "Δ": "Delta", "Θ": "Theta", "Λ": "Lambda", "Ξ": "Xi", "Π": "Pi", "Σ": "Sigma",
+                  "Υ": "Upsilon", "Φ": "Phi", "Ψ": "Psi", "Ω": "Omega"}
+_MATH = {
+    **{chr(0x3B1 + i): (rf"\{name}" if name != "o" else "o") for i, name in enumerate(_GREEK_SMALL)},
+    **{letter: rf"\{name}" for letter, name in _GREEK_CAPITAL.items()},
+    # capitals written like Latin ones (no command of their own)
+    **{chr(0x391 + i): rf"\mathrm{{{latin}}}" for i, latin in enumerate("ABΓΔEZHΘIKΛMNΞOΠP ΣTΥΦXΨΩ")
+       if latin.isascii() and latin != " "},
+    "−": "-", "≤": r"\leq", "≥": r"\geq", "≈": r"\approx", "≠": r"\neq", "→": r"\rightarrow",
+    "←": r"\leftarrow", "↔": r"\leftrightarrow", "√": r"\surd", "∞": r"\infty", "∈": r"\in", "∓": r"\mp",
+    "‖": r"\|", "⟨": r"\langle", "⟩": r"\rangle", "₀": "_0", "ₙ": "_n", "ᵀ": r"^\top", "µ": r"\mu",
+}
+_LATEX.update({char: rf"\ensuremath{{{command}}}" for char, command in _MATH.items()})
 _LATEX_SPECIAL = re.compile("[" + re.escape("".join(_LATEX)) + "]")
 
 _MARKDOWN = {
@@ -56,6 +76,21 @@ def latex(text: object) -> str:
     table row's paragraph).
     """
     return _LATEX_SPECIAL.sub(lambda m: _LATEX[m.group(0)], _one_line(text))
+
+
+# The first lines of every LaTeX table the product writes: what it needs to compile.
+LATEX_TABLE_NOTE = ("% Written by AGL Workbench: a longtable with booktabs rules; \\usepackage{longtable,booktabs}.\n"
+                    "% pdflatex compiles it; a Chinese, Arabic or accented Greek name needs xelatex or lualatex.\n")
+
+
+def latex_table(cells: Any, caption: str, label: str) -> str:
+    """A table of text cells (a DataFrame of what the reader sees, formatted already) as a LaTeX
+    longtable: every cell, header and the caption through :func:`latex`, below
+    :data:`LATEX_TABLE_NOTE`. The one LaTeX table writer of the reports and bundles."""
+    escaped = cells.map(latex)
+    escaped.columns = [latex(c) for c in cells.columns]
+    body = escaped.to_latex(index=False, escape=False, caption=latex(caption), label=label, longtable=True)
+    return LATEX_TABLE_NOTE + body
 
 
 def markdown(text: object) -> str:

@@ -115,3 +115,37 @@ def test_escaping_has_one_definition() -> None:
     found = [str(p.relative_to(root)) for folder in ("workbench", "ui", "cli") for p in (root / folder).rglob("*.py")
              if p != own and re.search(r"textasciitilde|textbackslash|parse_math|usetex", p.read_text(encoding="utf-8"))]
     assert found == []
+
+
+# What pdfLaTeX's default UTF-8 input prints without a package: ASCII, the Latin-1 letters and
+# signs, the Latin Extended-A letters and the typographic punctuation (– — ‘ ’ “ ” …).
+def _pdflatex_knows(char: str) -> bool:
+    return char.isascii() or 0xA0 <= ord(char) <= 0x17F or 0x2013 <= ord(char) <= 0x2026
+
+
+def test_latex_writes_greek_and_mathematics_as_commands_pdflatex_knows() -> None:
+    """The product's own words ("weighted κ (quadratic)", "Krippendorff's α", "≤ 1 km", "−0.2")
+    stopped pdflatex with "Unicode character κ (U+03BA) not set up for use with LaTeX"."""
+    import unicodedata
+
+    text = "weighted κ (quadratic) · Krippendorff's α · Spearman's ρ · ≤ 1 km · ≥ θ · −0.2 ± 0.1 · Σ Ω ς ο → ∞ ≈ √"
+    escaped = escaping.latex(text)
+    assert all(_pdflatex_knows(c) for c in escaped), [c for c in escaped if not _pdflatex_knows(c)]
+    assert escaping.latex("κ") == r"\ensuremath{\kappa}" and escaping.latex("≤ 1 km") == r"\ensuremath{\leq} 1 km"
+    assert escaping.latex("Ω Α") == r"\ensuremath{\Omega} \ensuremath{\mathrm{A}}"
+    for code in [*range(0x391, 0x3AA), *range(0x3B1, 0x3CA)]:  # every Greek letter without accents
+        char = chr(code)
+        if unicodedata.category(char).startswith("L"):
+            assert all(_pdflatex_knows(c) for c in escaping.latex(char)), char
+    # Latin letters and typographic punctuation stay as they are (pdflatex prints them)
+    assert escaping.latex("São Paulo – Zürich … Kraków") == "São Paulo – Zürich … Kraków"
+
+
+def test_a_latex_table_says_what_it_needs_and_escapes_every_cell() -> None:
+    import pandas as pd
+
+    frame = pd.DataFrame({"coefficient_κ": ["weighted κ", "50%"], "n": ["11", "4"]})
+    tex = escaping.latex_table(frame, "Agreement; 95 % intervals", "tab:x")
+    assert tex.startswith(escaping.LATEX_TABLE_NOTE) and tex.isascii()
+    assert r"coefficient\_\ensuremath{\kappa}" in tex and r"50\%" in tex and r"95 \% intervals" in tex
+    assert r"\begin{longtable}" in tex and r"\label{tab:x}" in tex

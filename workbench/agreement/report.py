@@ -120,10 +120,7 @@ def _write_tables(out: Path, long: pd.DataFrame, coefficients: pd.DataFrame) -> 
         cells.columns = [escaping.markdown(c) for c in cells.columns]
         markdown += [f"## {escaping.markdown(label)}", "", cells.to_markdown(index=False, disable_numparse=True), ""]  # "0.390" stays 3 decimals
     (out / "tables.md").write_text("\n".join(markdown), encoding="utf-8")
-    escaped = summary.map(escaping.latex)
-    escaped.columns = [escaping.latex(c) for c in escaped.columns]
-    latex = escaped.to_latex(index=False, escape=False, caption="Agreement (all units); 95\\% cluster-bootstrap intervals",
-                             label="tab:agreement", longtable=True)
+    latex = escaping.latex_table(summary, "Agreement (all units); 95 % cluster-bootstrap intervals", "tab:agreement")
     (out / "tables.tex").write_text(latex, encoding="utf-8")
     return written + ["tables.md", "tables.tex"]
 

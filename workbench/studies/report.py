@@ -107,13 +107,7 @@ def _figure_html(png: bytes, caption: str) -> str:
 
 
 def _latex(frame: pd.DataFrame, caption: str, label: str) -> str:
-    escape = escaping.latex
-
-    shown = frame.copy()
-    for column in shown.columns:
-        shown[column] = shown[column].map(lambda v: escape(_fmt(v)))
-    shown.columns = [escape(str(c)) for c in shown.columns]
-    return shown.to_latex(index=False, escape=False, caption=escape(caption), label=label, longtable=True)
+    return escaping.latex_table(frame.map(_fmt), caption, label)
 
 
 def _alt_frame(rows: list[dict]) -> pd.DataFrame:
