@@ -107,13 +107,15 @@ def test_figure_text_is_drawn_literally(name: str) -> None:
 
 
 def test_escaping_has_one_definition() -> None:
-    """Writers ask workbench/escaping.py; a second LaTeX escape (the old ones missed \\ and ^) fails here."""
+    """Writers ask workbench/escaping.py; a second LaTeX escape (the old ones missed \\ and ^) or a
+    second LaTeX table writer (escaping.latex_table is the one) fails here."""
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
     own = root / "workbench" / "escaping.py"
+    second = re.compile(r"textasciitilde|textbackslash|parse_math|usetex|to_latex\(")
     found = [str(p.relative_to(root)) for folder in ("workbench", "ui", "cli") for p in (root / folder).rglob("*.py")
-             if p != own and re.search(r"textasciitilde|textbackslash|parse_math|usetex", p.read_text(encoding="utf-8"))]
+             if p != own and second.search(p.read_text(encoding="utf-8"))]
     assert found == []
 
 
