@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 from workbench.metrics.keys import COVERAGE_HEADER, DISTANCE_HEADER, PROFILES
 
@@ -189,6 +190,52 @@ def metric_title(key: str) -> str:
         if key.endswith(f"_{profile}") and key[: -len(profile) - 1] in METRIC_TITLES:
             return f"{METRIC_TITLES[key[: -len(profile) - 1]]} ({profile})"
     return METRIC_TITLES.get(key, key.replace("_", " "))
+
+
+# The other columns of the reports' and bundles' tables, as a reader names them (their CSVs keep
+# the keys). ``crowd_`` / ``model_`` columns and ``share:<group>`` are read by :func:`column_title`.
+COLUMN_TITLES = {
+    # agreement
+    "rater_a": "rater A", "rater_b": "rater B", "n_units": "units", "n_raters": "raters",
+    "ci_low": "95 % CI low", "ci_high": "95 % CI high", "ci_95": "95 % CI", "subset_kind": "subset kind",
+    "n_boot": "bootstrap resamples", "n_boot_undefined": "resamples undefined",
+    # alt-test (Calderon et al. 2025)
+    "n_tested": "experts tested", "winning_rate": "winning rate ω", "advantage_probability": "advantage probability ρ",
+    "p_value": "p", "llm_advantage": "LLM advantage", "human_advantage": "human advantage",
+    # per-item difficulty
+    "n_experts": "experts", "expert_majority": "expert majority", "expert_agreement": "expert agreement",
+    "llm_value": "LLM value",
+    # error modes, crowds
+    "alm": "ALM", "n_guesses": "guesses", "participants": "people", "mean_confidence": "mean confidence",
+    # the selection's sensitivity sweep over the curation model's settings
+    "gamma_km": "γ (km)", "alpha": "α", "theta": "θ", "n_selected": "clips selected",
+    "jaccard": "Jaccard with the stored selection", "jaccard_min": "Jaccard min", "jaccard_median": "Jaccard median",
+    "jaccard_max": "Jaccard max", "n_added": "clips added", "n_removed": "clips removed", "n_flipped": "categories flipped",
+    "flipped": "categories flipped (P ↔ N)", "max_flipped": "most categories flipped", "n_settings": "settings",
+    "n_gamma": "γ values", "n_alpha": "α values", "n_theta": "θ values",
+    "speech_share": "speech share",
+}
+
+
+def column_title(key: object) -> str:
+    """The readable title of any table column the product writes for a reader (a report's HTML
+    and LaTeX tables, the agreement bundle's, the leaderboard): :func:`metric_title` for the
+    leaderboard's, :data:`COLUMN_TITLES` for the others, ``crowd_<column>`` as ``crowd: <title>``,
+    ``share:<group>`` as ``share <group>``, else the key with spaces for underscores."""
+    key = str(key)
+    if key in COLUMN_TITLES:
+        return COLUMN_TITLES[key]
+    for side in ("crowd", "model"):
+        if key.startswith(f"{side}_") and key != f"{side}_":
+            return f"{side}: {column_title(key[len(side) + 1:])}"
+    if key.startswith("share:"):
+        return f"share {key[len('share:'):]}"
+    return metric_title(key)
+
+
+def titled(frame: Any) -> Any:
+    """A copy of a DataFrame with :func:`column_title` headers (what a reader sees; the CSV keeps the keys)."""
+    return frame.rename(columns=column_title)
 
 
 def metric_kind(key: str) -> str | None:

@@ -197,6 +197,7 @@ def test_coefficients_match_the_libraries_on_the_long_table(bundle) -> None:  # 
 def test_markdown_numbers_equal_the_csv(bundle) -> None:  # type: ignore[no-untyped-def]
     """tables.md names raters and coefficients as a reader knows them, 3 decimals; the CSV keeps keys and full precision."""
     from workbench.agreement.names import readable
+    from workbench.formatting import column_title
 
     out, _ = bundle
     coefficients = readable(pd.read_csv(out / "coefficients.csv"))
@@ -210,7 +211,10 @@ def test_markdown_numbers_equal_the_csv(bundle) -> None:  # type: ignore[no-unty
             continue
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if cells[0] == "section":
-            header = cells
+            # the reader's titles ("rater A", "units", "95 % CI"); the CSV keeps the keys
+            keys = {column_title(k): k for k in ("section", "rater_a", "rater_b", "coefficient", "n_units",
+                                                   "n_raters", "value", "ci_95", "reason")}
+            header = [keys[c] for c in cells]
             continue
         if set(cells[0]) <= {"-", ":"}:
             continue

@@ -69,7 +69,7 @@ def test_bundle_coefficients_carry_n_raters_and_reasons(agreement_db: str, tmp_p
     markdown = (out / "tables.md").read_text()
     assert minimums.describe_text() in markdown
     headers = [line for line in markdown.splitlines() if line.startswith("| section")]
-    assert headers and all("n_raters" in line and "reason" in line for line in headers)
+    assert headers and all("| raters " in line and "| reason " in line for line in headers)  # n_raters, titled
 
 
 def test_agreement_out_refuses_non_empty_folders_and_files(agreement_db: str, tmp_path: Path,

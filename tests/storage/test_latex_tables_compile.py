@@ -1,4 +1,4 @@
-"""The LaTeX tables of the study report and the agreement bundle compile with pdflatex.
+"""The study report's and the agreement bundle's tables: readable titles, and LaTeX that pdflatex compiles.
 
 They held "weighted κ (quadratic)", "Krippendorff's α" and "Spearman's ρ" as Unicode, and pdflatex
 stopped at the first: "Unicode character κ (U+03BA) not set up for use with LaTeX". Each table is
@@ -19,7 +19,7 @@ from tests.storage.studies_project import populate
 from workbench import escaping
 
 PDFLATEX = shutil.which("pdflatex")
-pytestmark = pytest.mark.skipif(PDFLATEX is None, reason="pdflatex is not installed (Debian: texlive-latex-base "
+needs_pdflatex = pytest.mark.skipif(PDFLATEX is None, reason="pdflatex is not installed (Debian: texlive-latex-base "
                                                          "texlive-latex-recommended)")
 
 
@@ -34,28 +34,57 @@ def compile_table(tex: Path, folder: Path) -> None:
     assert done.returncode == 0 and not errors, f"{tex.name}: {errors or done.stdout[-2000:]}"
 
 
-def test_the_reports_latex_tables_compile_with_pdflatex(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The study report and the agreement bundle of the studies project."""
     from storage import open_store
 
-    db = tmp_path / "project.sqlite"
+    base = tmp_path_factory.mktemp("written")
+    db = base / "project.sqlite"
     store = open_store(db)
     populate(store)
     store.dispose()
-    report, bundle = tmp_path / "report", tmp_path / "bundle"
+    report, bundle = base / "report", base / "bundle"
     assert main(["--db", str(db), "study", "report", "--out", str(report), "--bootstrap", "0", "--min-items", "5"]) == 0
     assert main(["--db", str(db), "agreement", "--out", str(bundle), "--bootstrap", "0"]) == 0
-    capsys.readouterr()
+    return report, bundle
+
+
+@needs_pdflatex
+def test_the_reports_latex_tables_compile_with_pdflatex(written, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    report, bundle = written
     tables = [*sorted((report / "tables").glob("*.tex")), bundle / "tables.tex"]
     assert len(tables) >= 3
     joined = "".join(t.read_text(encoding="utf-8") for t in tables)
     assert r"\ensuremath{\kappa}" in joined  # the words that stopped pdflatex are in them
-    build = tmp_path / "build"
-    build.mkdir()
     for tex in tables:
         assert tex.read_text(encoding="utf-8").startswith(escaping.LATEX_TABLE_NOTE)
-        compile_table(tex, build)
+        compile_table(tex, tmp_path)
 
 
+def test_every_table_of_the_report_and_bundle_has_titles_a_reader_knows(written) -> None:  # type: ignore[no-untyped-def]
+    """A header is the reader's title (rater A, 95 % CI low, θ, clips selected, share Europe), never the
+    CSV's key (rater_a, ci_low, theta, n_selected, share:Europe); the CSVs keep the keys."""
+    import html
+    import re
+
+    report, bundle = written
+    page = (report / "report.html").read_text(encoding="utf-8")
+    headers = [html.unescape(h) for h in re.findall(r"<th>(.*?)</th>", page)]
+    assert len(headers) > 20
+    raw = [h for h in headers if "_" in h or re.fullmatch(r"(theta|alpha|share:.*|jaccard|flipped|n \w+)", h)]
+    assert raw == [], raw
+    for tex in [*(report / "tables").glob("*.tex"), bundle / "tables.tex"]:
+        text = tex.read_text(encoding="utf-8")
+        head = text[text.index("\\toprule") + len("\\toprule"):text.index("\\midrule")]
+        assert "\\_" not in head, (tex.name, head)
+    markdown = (bundle / "tables.md").read_text(encoding="utf-8")
+    assert not [line for line in markdown.splitlines() if line.startswith("| section") and "_" in line]
+    sensitivity = (report / "tables" / "sensitivity.csv").read_text(encoding="utf-8").splitlines()[0]
+    assert "theta" in sensitivity and "n_selected" in sensitivity  # the keys stay in the CSV
+
+
+@needs_pdflatex
 def test_a_table_of_symbols_and_latin_names_compiles(tmp_path: Path) -> None:
     import pandas as pd
 

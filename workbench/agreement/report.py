@@ -20,6 +20,7 @@ from workbench.agreement.names import category_name, coefficient_name, pair_name
 from workbench.agreement.units import CODING_DECISIONS, LABELS, RATING_COLUMNS, RatingData
 from workbench import escaping
 from workbench.figure_layout import fit_canvas
+from workbench.formatting import titled
 from workbench.outputs import check_folder_target, output_folder
 
 TOOL = "agl-workbench aglw agreement"
@@ -112,7 +113,7 @@ def _write_tables(out: Path, long: pd.DataFrame, coefficients: pd.DataFrame) -> 
         if parquet:
             table.to_parquet(out / f"{name}.parquet", index=False)
             written.append(f"{name}.parquet")
-    summary = readable(summary_table(coefficients))  # names a reader knows, 3 decimals
+    summary = titled(readable(summary_table(coefficients)))  # names and titles a reader knows, 3 decimals
     markdown = ["# Agreement summary (all units; 95 % cluster-bootstrap percentile intervals)", "",
                 minimums.describe_text(), ""]
     for label, part in summary.groupby("label", sort=True):

@@ -24,6 +24,7 @@ import pandas as pd
 from workbench import escaping
 from workbench.agreement.names import coefficient_name, pair_name, rater_name
 from workbench.errors import AglwError, InputError
+from workbench.formatting import column_title, titled
 from workbench.studies.report_counts import (
     StudyCounts,
     agreement_missing,
@@ -83,7 +84,7 @@ def _fmt(value: Any, digits: int = 3) -> str:
 
 def _table_html(frame: pd.DataFrame, caption: str, limit: int | None = None) -> str:
     shown = frame if limit is None else frame.head(limit)
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in shown.columns)
+    head = "".join(f"<th>{html.escape(column_title(c))}</th>" for c in shown.columns)  # the CSV keeps the keys
     body = "".join(
         "<tr>" + "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in row) + "</tr>"
         for row in shown.itertuples(index=False)
@@ -107,7 +108,7 @@ def _figure_html(png: bytes, caption: str) -> str:
 
 
 def _latex(frame: pd.DataFrame, caption: str, label: str) -> str:
-    return escaping.latex_table(frame.map(_fmt), caption, label)
+    return escaping.latex_table(titled(frame.map(_fmt)), caption, label)
 
 
 def _alt_frame(rows: list[dict]) -> pd.DataFrame:
