@@ -13,9 +13,9 @@ from __future__ import annotations
 
 # (command name, module under cli/, the help listing's line)
 COMMANDS: tuple[tuple[str, str, str], ...] = (
-    ("metrics", "data_cmds", "Leaderboard metrics for one model."),
-    ("leaderboard", "data_cmds", "Table for all imported models, the human localizers and the web studies' crowds."),
-    ("compare", "data_cmds", "Paired comparison of two models (or any two leaderboard rows) on the clips both answered."),
+    ("metrics", "board_cmds", "Leaderboard metrics for one model."),
+    ("leaderboard", "board_cmds", "Table for all imported models, the human localizers and the web studies' crowds."),
+    ("compare", "board_cmds", "Paired comparison of two models (or any two leaderboard rows) on the clips both answered."),
     ("analyze", "audio_cmds", "Decode one audio file: duration, rate, channels, detected layout, quality metrics."),
     ("fetch-audio", "audio_cmds",
      "Download a dataset's recordings from their public source (resumable; rerun to resume)."),
