@@ -233,6 +233,22 @@ def column_title(key: object) -> str:
     return metric_title(key)
 
 
+def _metric_of(key: str) -> str:
+    """The leaderboard metric a report column holds (``crowd_country_acc`` → ``country_acc``)."""
+    for side in ("crowd", "model"):
+        if key.startswith(f"{side}_") and metric_kind(key[len(side) + 1:]) is not None:
+            return key[len(side) + 1:]
+    return key
+
+
+def column_cell(key: object, value: object, missing: str = MISSING) -> str | None:
+    """A report table's cell of a leaderboard metric (``distance_error_km``, ``crowd_country_acc``)
+    in the house's format of its kind (km, %, counts); None for any other column, whose writer
+    formats it (coefficients with 3 decimals)."""
+    metric = _metric_of(str(key))
+    return metric_cell(metric, value, missing=missing) if metric_kind(metric) is not None else None
+
+
 def titled(frame: Any) -> Any:
     """A copy of a DataFrame with :func:`column_title` headers (what a reader sees; the CSV keeps the keys)."""
     return frame.rename(columns=column_title)

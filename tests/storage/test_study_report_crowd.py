@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from itertools import combinations
 
 import pytest
@@ -15,6 +16,7 @@ from storage import tables as T
 from tests.storage.studies_project import ALM, N_CLIPS, link_audio, populate
 from tests.storage.test_studies_project import find_browser, rendered_image_widths
 from tests.storage.test_web_study_cli import _check, _play
+from workbench.formatting import formatted
 from workbench.studies import web_flow, web_session, web_study
 
 N_AUDIO = N_CLIPS - 4
@@ -117,6 +119,14 @@ def test_the_report_has_a_crowd_part_per_web_study_with_every_count(project, tmp
     assert "No analyzed guess yet" in page
     excluded = [p.participant for p in flows["crowd-1"].participants if p.excluded]
     assert len(excluded) == 1 and excluded[0] in page
+    # the crowd vs the model as a reader reads it: titled columns, km and percentages (the CSV keeps the numbers)
+    import html as html_module
+
+    heads = [html_module.unescape(h) for h in re.findall(r"<th>(.*?)</th>", page)]
+    assert "crowd: mean distance error (km; a refusal counts 10,000 km)" in heads and "model: country acc." in heads
+    distance = float(overall[0]["crowd_distance_error_km"])
+    assert f"<td>{html_module.escape(formatted(distance, 'km'))}</td>" in page
+    assert re.search(r"<td>\d+(\.\d)? %</td>", page)
     assert report["n_figures"] >= 4  # two flows and the crowd-1 comparisons by continent and speech
     assert report["n_figures"] == page.count("<img ") and "http://" not in page and "https://" not in page
     browser = find_browser()

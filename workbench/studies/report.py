@@ -24,7 +24,7 @@ import pandas as pd
 from workbench import escaping
 from workbench.agreement.names import coefficient_name, pair_name, rater_name
 from workbench.errors import AglwError, InputError
-from workbench.formatting import column_title, titled
+from workbench.formatting import column_cell, column_title, titled
 from workbench.studies.report_counts import (
     StudyCounts,
     agreement_missing,
@@ -82,12 +82,21 @@ def _fmt(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
+def _cells(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame's cells as a reader reads them: a leaderboard metric in its kind (km, %, counts),
+    anything else by :func:`_fmt` (3 decimals)."""
+    def column(values: pd.Series) -> pd.Series:
+        return values.map(lambda v: _fmt(v) if (text := column_cell(values.name, v, "–")) is None else text)
+
+    return frame.apply(column) if len(frame.columns) else frame
+
+
 def _table_html(frame: pd.DataFrame, caption: str, limit: int | None = None) -> str:
     shown = frame if limit is None else frame.head(limit)
     head = "".join(f"<th>{html.escape(column_title(c))}</th>" for c in shown.columns)  # the CSV keeps the keys
     body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in row) + "</tr>"
-        for row in shown.itertuples(index=False)
+        "<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>"
+        for row in _cells(shown).itertuples(index=False)
     )
     more = "" if limit is None or len(frame) <= limit else f"<p class='more'>first {limit} of {len(frame)} rows; all in the CSV</p>"
     table = f"<table><caption>{html.escape(caption)}</caption><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
@@ -108,7 +117,7 @@ def _figure_html(png: bytes, caption: str) -> str:
 
 
 def _latex(frame: pd.DataFrame, caption: str, label: str) -> str:
-    return escaping.latex_table(titled(frame.map(_fmt)), caption, label)
+    return escaping.latex_table(titled(_cells(frame)), caption, label)
 
 
 def _alt_frame(rows: list[dict]) -> pd.DataFrame:
