@@ -199,13 +199,13 @@ def create_app(
         out: dict[str, Any] = {"stored": True, "created": stored.created, "stage": stored.state.stage}
         if study.mode == "game":
             reveal = await run_in_threadpool(web_session.reveal, store, study, participant_id, item_id)
-            out["reveal"] = pages.reveal_payload(reveal, answer)
+            out["reveal"] = pages.reveal_payload(reveal)
         return JSONResponse(out, headers={"cache-control": "no-store"})
 
     def reveal(request: Request) -> Response:
         participant_id = guard.participant(request)
         shown = web_session.reveal(store, study, participant_id, request.path_params["item_id"])
-        return JSONResponse(pages.reveal_payload(shown, None), headers={"cache-control": "no-store"})
+        return JSONResponse(pages.reveal_payload(shown), headers={"cache-control": "no-store"})
 
     def reveal_page(request: Request) -> Response:
         # game mode: the reveal has its own address, so a reload after the guess shows it again

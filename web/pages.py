@@ -69,14 +69,14 @@ def _error_km(value: float | None) -> str:
     return formatting.km(value, missing="no position")
 
 
-def reveal_payload(shown: web_session.Reveal, answer: web_session.Answer | None) -> dict[str, Any]:
+def reveal_payload(shown: web_session.Reveal) -> dict[str, Any]:
     """Game mode's reveal as JSON for the page (numbers formatted here, by the one formatting owner)."""
     beats = shown.score.get("beats", {})
     return {
         "place": shown.place,
         "latitude": shown.latitude,
         "longitude": shown.longitude,
-        "guess": None if answer is None or answer.refused else [answer.latitude, answer.longitude],
+        "guess": None if shown.guess is None else list(shown.guess),  # as stored: the same after a reload
         "refused": shown.refused,
         "error": "no guess (I can't tell)" if shown.refused else _error_km(shown.error_km),
         "models": [{"model": m["model"], "latitude": m["latitude"], "longitude": m["longitude"],

@@ -172,7 +172,9 @@ def test_game_mode_reveals_only_after_the_guess_is_stored(project: Path, templat
     reveal = stored["reveal"]
     assert reveal["place"] and reveal["error"].endswith("km") and reveal["models"]
     assert reveal["models"][0]["model"].startswith("DEMO-ALM") and reveal["score"]["n"] == "1"
-    assert walker.get(f"/api/reveal/{item}").json()["place"] == reveal["place"]
+    assert reveal["guess"] == [48.0, 2.0]  # the line from her guess to the place
+    # a reload fetches the same reveal, her guess's line included (before: no guess after a reload)
+    assert walker.get(f"/api/reveal/{item}").json() == reveal
     # the reveal has its own address: a reload there shows it again (the page fetches it)
     again = walker.get(f"/reveal/{item}")
     assert again.status_code == 200 and f'data-item-id="{item}"' in again.text and 'data-revealed="1"' in again.text

@@ -173,6 +173,10 @@ def test_game_mode_reveals_after_the_guess_and_markup_stays_text(demo_study, tmp
         assert "km" in text and "DEMO-ALM" in text
         assert "<script>" in text or "onerror" in text  # the city's markup is shown as text
         assert page.evaluate("() => window.__leak === undefined")
+        assert page.locator(".pin-line").count() == 1  # the line from her guess to the place
+        page.reload()  # the reveal's own address: the same reveal, her guess's line included
+        page.get_by_test_id("reveal").wait_for()
+        assert page.locator(".pin-line").count() == 1
         page.get_by_test_id("next").click()
         page.get_by_test_id("progress").wait_for()
         assert page.get_by_test_id("progress").inner_text().strip().startswith("2 of 2")

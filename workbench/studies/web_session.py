@@ -361,6 +361,7 @@ class Reveal:
     place: str  # "city, country" as the dataset names it
     error_km: float | None  # None for a refusal
     refused: bool
+    guess: tuple[float, float] | None  # her stored guess (None for "I can't tell"): the line to the place
     models: list[dict[str, Any]] = field(default_factory=list)  # {model, latitude, longitude, error_km, refused}
     score: dict[str, Any] = field(default_factory=dict)  # running: {n, mean_error_km, beats: {model: [wins, n]}}
 
@@ -402,7 +403,8 @@ def reveal(store: Store, study: StudyConfig, participant_id: int, item_id: str) 
     defined = [e for e in my_errors.values() if e is not None]
     score = {"n": len(defined), "mean_error_km": float(np.mean(defined)) if defined else None,
              "beats": {m: {"wins": w, "n": n} for m, (w, n) in sorted(beats.items())}}
-    return Reveal(row.true_lat, row.true_lon, place, error, bool(row.refused),
+    guess = None if row.refused else (float(row.latitude), float(row.longitude))
+    return Reveal(row.true_lat, row.true_lon, place, error, bool(row.refused), guess,
                   [m for m in models if m["clip_id"] == int(row.clip_id)], score)
 
 
