@@ -46,11 +46,13 @@ def register(study: typer.Typer) -> None:
                                                      help="Where a finished participant is sent (the panel's URL)."),
         completion_code: Optional[str] = typer.Option(None, "--completion-code",
                                                       help="The code a finished participant is shown."),
-        exclude_failed_headphones: bool = typer.Option(
-            True, "--exclude-failed-headphones/--keep-failed-headphones",
-            help="Rule: a failed headphone check (record mode) excludes the participant from the analysis."),
-        max_attention_missed: int = typer.Option(0, "--max-attention-missed",
-                                                 help="Rule: more attention clips missed than this excludes."),
+        # Option names of at most 19 characters: rich's help in an 80-column terminal cuts longer ones
+        # ("--exclude-failed-he…"), and a name one cannot read cannot be typed.
+        failed_headphones: str = typer.Option(
+            "exclude", "--failed-headphones",
+            help="Rule: exclude | keep a participant who failed the headphone check (record mode)."),
+        attention_misses: int = typer.Option(0, "--attention-misses",
+                                             help="Rule: more attention clips missed than this excludes."),
         attention_radius: float = typer.Option(1000.0, "--attention-radius",
                                                help="An attention guess farther than this (km) is a miss."),
         min_median_listen: float = typer.Option(0.0, "--min-median-listen",
@@ -67,11 +69,12 @@ def register(study: typer.Typer) -> None:
         if target_per_clip < 1:
             raise usage_error(f"{target_per_clip}: every clip needs at least one guess", "--target-per-clip")
         check_choice(headphone_check, HEADPHONE_CHECKS, "--headphone-check")
+        check_choice(failed_headphones, ("exclude", "keep"), "--failed-headphones")
         if (selection is None) == (clips is None):
             raise usage_error("give --selection ID|latest or --clips KEY,...|all (one of them)", "--selection / --clips")
         if clips is not None and not _keys(clips):
             raise usage_error("give clip keys separated by commas, or 'all'", "--clips")
-        for value, option in ((max_attention_missed, "--max-attention-missed"), (min_median_listen, "--min-median-listen"),
+        for value, option in ((attention_misses, "--attention-misses"), (min_median_listen, "--min-median-listen"),
                               (attention_radius, "--attention-radius")):
             if not value >= 0 or value == float("inf"):
                 raise usage_error(f"{value}: give a finite number of 0 or more", option)
@@ -83,7 +86,7 @@ def register(study: typer.Typer) -> None:
                 raise AglwError(f"--consent {consent}: cannot read it as UTF-8 text ({exc.__class__.__name__}); "
                                 "give a Markdown file") from None
         context = app_context(ctx)
-        rules = {"headphones_failed": exclude_failed_headphones, "max_attention_missed": max_attention_missed,
+        rules = {"headphones_failed": failed_headphones == "exclude", "max_attention_missed": attention_misses,
                  "min_median_listen_s": float(min_median_listen), "attention_radius_km": float(attention_radius)}
         keys = None if clips is None or clips.strip().lower() == "all" else _keys(clips)
         config, excluded = create_study(

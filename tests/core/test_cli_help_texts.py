@@ -63,3 +63,18 @@ def test_the_demo_help_shows_its_option_names_as_code_not_rest(capsys: pytest.Ca
     assert "An existing demo project in --dir is opened" in out
     assert main(["analyze-pool", "--help"]) == 0
     assert "extra [scale]" in _flat(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("path", [path for path, _ in _every_command()], ids=" ".join)
+def test_every_option_name_is_shown_whole_in_an_80_column_terminal(path: tuple[str, ...],
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """`aglw study web --help` in an 80-column terminal cut "--exclude-failed-he…": a name one
+    cannot read cannot be typed. Every option name (both of a flag pair) is there whole."""
+    monkeypatch.setenv("COLUMNS", "80")
+    result = CliRunner().invoke(app, [*path, "--help"], prog_name="aglw")
+    assert result.exit_code == 0, result.output
+    words = set(re.findall(r"--?[\w-]+", result.output))
+    command = dict(_every_command())[path]
+    names = [name for param in command.params if not getattr(param, "hidden", False)
+             for name in (*param.opts, *getattr(param, "secondary_opts", ())) if name.startswith("-")]
+    assert [name for name in names if name not in words] == [], result.output

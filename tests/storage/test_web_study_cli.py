@@ -52,7 +52,7 @@ def _run(capsys, *argv: str) -> tuple[int, str, str]:  # type: ignore[no-untyped
 def test_study_web_creates_the_study_and_names_the_clips_left_out(project, capsys) -> None:  # type: ignore[no-untyped-def]
     store, db = project
     rc, out, err = _run(capsys, "--db", db, "study", "web", "crowd-1", "--clips", "all", "--per-participant", "4",
-                        "--attention", "clip000", "--max-attention-missed", "1", "--min-median-listen", "3")
+                        "--attention", "clip000", "--attention-misses", "1", "--min-median-listen", "3")
     assert rc == 0, err
     assert f"{N_AUDIO - 1} clips to guess, 1 attention clip(s)" in out
     assert "left out 4 clip(s) without playable audio" in out and f"{NO_AUDIO}: no usable recording" in out
@@ -60,7 +60,7 @@ def test_study_web_creates_the_study_and_names_the_clips_left_out(project, capsy
     config = web_study.load_study(store, "crowd-1")
     assert config.rules["max_attention_missed"] == 1 and config.rules["min_median_listen_s"] == 3.0
     payload = run_json(capsys, "--db", db, "--json", "study", "web", "crowd-2", "--clips", "clip001,clip002,"
-                       + NO_AUDIO, "--mode", "game", "--headphone-check", "off", "--keep-failed-headphones")
+                       + NO_AUDIO, "--mode", "game", "--headphone-check", "off", "--failed-headphones", "keep")
     assert set(payload) == {*web_study.load_study(store, "crowd-2").public(), "excluded"}
     assert "secret" not in payload
     assert payload["n_items"] == 2 and payload["mode"] == "game" and payload["rules"]["headphones_failed"] is False
@@ -78,7 +78,8 @@ def test_study_web_creates_the_study_and_names_the_clips_left_out(project, capsy
     (["--clips", "all", "--per-participant", "501"], 2, "give 1 to 500"),
     (["--clips", "all", "--target-per-clip", "0"], 2, "--target-per-clip"),
     (["--clips", "all", "--completion-url", "javascript:alert(1)"], 1, "--completion-url"),
-    (["--clips", "all", "--max-attention-missed", "-1"], 2, "--max-attention-missed"),
+    (["--clips", "all", "--attention-misses", "-1"], 2, "--attention-misses"),
+    (["--clips", "all", "--failed-headphones", "ignore"], 2, "--failed-headphones"),
     (["--clips", "all", "--consent", "/nonexistent/consent.md"], 1, "--consent"),
     (["--clips", "nope"], 1, "no clip with key 'nope'"),
 ])
