@@ -79,11 +79,14 @@ def fetch_audio_command(
     timeout: float = typer.Option(60.0, "--timeout", help="Seconds without data before a connection counts as lost."),
     url_template: Optional[str] = typer.Option(
         None, "--url-template",
-        help="Source URL with {key} and {mp3name} placeholders, e.g. a mirror "
-        "(default: https://archive.org/download/{key}/{mp3name}).",
+        help="Source URL with {key} and {mp3name} placeholders, e.g. a mirror (default: the Internet Archive's, "
+        "above).",
     ),
 ) -> None:
-    """Download a dataset's recordings from their public source (resumable; rerun to resume)."""
+    """Download a dataset's recordings from their public source (resumable; rerun to resume).
+
+    The default source: https://archive.org/download/{key}/{mp3name}
+    """
     from workbench.audio.fetch import AGL1K_URL, fetch_dataset_audio
 
     url_template = url_template or AGL1K_URL

@@ -78,3 +78,14 @@ def test_every_option_name_is_shown_whole_in_an_80_column_terminal(path: tuple[s
     names = [name for param in command.params if not getattr(param, "hidden", False)
              for name in (*param.opts, *getattr(param, "secondary_opts", ())) if name.startswith("-")]
     assert [name for name in names if name not in words] == [], result.output
+    # nor is any other word cut (a URL in an option's help was: "https://archive.org/download/…")
+    written = " ".join([command.help or "", *(getattr(param, "help", None) or "" for param in command.params)])
+    assert "…" not in result.output or "…" in written, result.output
+
+
+def test_fetch_audio_help_names_the_default_source_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    from workbench.audio.fetch import AGL1K_URL
+
+    monkeypatch.setenv("COLUMNS", "80")
+    result = CliRunner().invoke(app, ["fetch-audio", "--help"], prog_name="aglw")
+    assert AGL1K_URL in result.output
