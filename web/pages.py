@@ -18,7 +18,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 
 from storage import Store
 from web import tokens
-from web.map_svg import land_path
+from web.map_svg import coast_path, land_path
 from workbench import formatting
 from workbench.studies import web_session
 from workbench.studies.web_study import HEADPHONE_TRIALS, StudyConfig
@@ -122,7 +122,8 @@ class Renderer:
             item = state.item
             progress = ("Practice clip (not scored)" if item.kind == "practice"
                         else f"{item.position} of {item.total}")
-            return self.page(request, "item.html", csrf=csrf, item=item, progress=progress, land=land_path())
+            return self.page(request, "item.html", csrf=csrf, item=item, progress=progress, land=land_path(),
+                             coast=coast_path())
         return self.end(request, participant_id, store)
 
     def revealed(self, request: Request, state: web_session.State, participant_id: int, item_id: str) -> Response:
@@ -131,7 +132,7 @@ class Renderer:
         progress = f"{state.done} of {state.total}" if state.done else "Practice clip (not scored)"
         item = web_session.Item(item_id=item_id, position=state.done, total=state.total, kind="item", answered=True)
         return self.page(request, "item.html", csrf=tokens.csrf_token(self.study, participant_id), item=item,
-                         progress=progress, land=land_path(), revealed=True)
+                         progress=progress, land=land_path(), coast=coast_path(), revealed=True)
 
     def end(self, request: Request, participant_id: int, store: Store) -> Response:
         """The end: straight back to the panel, or the completion code with her own summary."""
