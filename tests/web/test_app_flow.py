@@ -47,6 +47,9 @@ def test_each_stage_shows_its_page_and_a_reload_resumes(project: Path, template:
     walker.consent()
     page = walker.page().text
     assert all(f'data-testid="hp-answer-{n}"' in page for n in (1, 2, 3)) and 'data-testid="hp-play"' in page
+    # every button comes disabled and its script enables it: a press before the script was ready
+    # did nothing (the browser walk's click on Play was lost under load, the answers stayed disabled)
+    assert re.search(r'<button[^>]*data-testid="hp-play"[^>]*\bdisabled\b', page)
     wav = walker.client.get("/hp/1.wav")
     assert wav.status_code == 200 and wav.content[:4] == b"RIFF" and wav.headers["content-type"] == "audio/wav"
     import io
@@ -63,6 +66,8 @@ def test_each_stage_shows_its_page_and_a_reload_resumes(project: Path, template:
                  'data-projection="equirectangular"', 'data-bounds="', 'data-testid="confidence"',
                  'type="range"', 'data-testid="clue"', 'data-testid="no-guess"', 'data-testid="submit"'):
         assert hook in page, hook
+    for button in ("play", "no-guess", "submit"):
+        assert re.search(rf'<button[^>]*data-testid="{button}"[^>]*\bdisabled\b', page), button
     assert 'data-testid="reveal"' not in page
     # no inline script or style: the CSP would block them
     assert not re.search(r"<script(?![^>]*\bsrc=)", page) and "style=" not in page and "<style" not in page

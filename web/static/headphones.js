@@ -49,6 +49,9 @@
     });
   });
 
+  // The page's buttons come disabled: a press before this script is ready would do nothing.
+  play.disabled = false;
+
   function send() {
     fetch("/api/headphones", {
       method: "POST",

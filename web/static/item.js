@@ -172,6 +172,9 @@
     next.focus();
   }
 
+  // The page's buttons come disabled: a press before this script is ready would do nothing.
+  [play, noGuess, submit].forEach(function (button) { button.disabled = false; });
+
   if (root.getAttribute("data-revealed") === "1") {
     done = true;
     submit.disabled = true;
