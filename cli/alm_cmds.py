@@ -22,7 +22,9 @@ def _split(values: list[str] | None) -> list[str] | None:
 
 
 def _money(value: float | None) -> str:
-    return "unknown (no price in alm.toml)" if value is None else f"${value:,.4f}"
+    from workbench.formatting import usd
+
+    return usd(value, "unknown (no price in alm.toml)")
 
 
 def _per_call(gpu_batch: int) -> str:

@@ -35,7 +35,9 @@ def _say_skipped(skipped: list, *, verbose: bool) -> None:  # type: ignore[type-
 
 
 def _money(value: float | None) -> str:
-    return "n/a (no price in judges.toml)" if value is None else f"${value:,.4f}"
+    from workbench.formatting import usd
+
+    return usd(value, "n/a (no price in judges.toml)")
 
 
 def register(app: typer.Typer) -> None:

@@ -86,6 +86,13 @@ def count(value: object, missing: str = MISSING) -> str:
     return missing if number is None else f"{int(round(number)):,}"
 
 
+def usd(value: object, missing: str = MISSING) -> str:
+    """A sum of US dollars with four decimals (``$0.0040``, ``$1,234.5000``): a request costs
+    fractions of a cent, and two decimals wrote an estimate and its limit both as ``$0.00``."""
+    number = _number(value)
+    return missing if number is None else f"${number:,.4f}"
+
+
 def p_value(value: object, missing: str = MISSING) -> str:
     """A test's p-value with three significant digits (``0.0312``, ``1.2e-05``): a small one keeps
     its magnitude, which :func:`probability`'s two decimals would round to ``<0.01``."""
@@ -127,7 +134,7 @@ def difference(value: object, kind: str, missing: str = MISSING) -> str:
 
 FORMATTERS: dict[str, Callable[..., str]] = {
     "km": km, "accuracy": accuracy, "probability": probability, "db": db, "score": score, "count": count,
-    "ratio": ratio, "p_value": p_value, "coordinate": coordinate,
+    "ratio": ratio, "p_value": p_value, "coordinate": coordinate, "usd": usd,
 }
 
 

@@ -166,8 +166,10 @@ def test_bad_input_is_refused_before_anything_is_sent(project, server, tmp_path)
     template.write_text("Where was this recorded?", encoding="utf-8")
     with pytest.raises(InputError, match="no {audio} slot"):
         run_alm(project.store, _options(project, server, prompt=str(template)))
-    with pytest.raises(InputError, match="exceeds --max-cost"):
+    with pytest.raises(InputError, match="exceeds --max-cost") as refused:
         run_alm(project.store, _options(project, server, max_cost=0.0001))
+    # both sums readable, in the one money format (before: "the estimate $0.00 ... exceeds --max-cost $0.00")
+    assert "--max-cost $0.0001" in str(refused.value) and "$0.00 " not in str(refused.value)
     with pytest.raises(InputError, match="no price for 'unpriced'"):
         run_alm(project.store, _options(project, server, api_model="unpriced", max_cost=10))
     assert not server.requests

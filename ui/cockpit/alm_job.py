@@ -32,12 +32,13 @@ from PySide6.QtWidgets import (
 from storage import Store
 from ui.cockpit.jobs import JobSpec, JobsPanel
 from workbench.errors import AglwError
+from workbench.formatting import usd
 from workbench.llm.providers import ALM_PROVIDERS as PROVIDERS
 from workbench.tasks import TaskContext
 
 
 def _usd(value: float | None) -> str:
-    return "unknown (no price in alm.toml)" if value is None else f"${value:,.4f}"
+    return usd(value, "unknown (no price in alm.toml)")
 
 
 def alm_job(store: Store, options: object, mode: str = "sync") -> JobSpec:

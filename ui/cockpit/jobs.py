@@ -39,6 +39,7 @@ from workbench.attribution.config import JudgesConfig
 from workbench.curation import runs as curation_runs
 from workbench.curation import service as curation_service
 from workbench.curation.model import FitParameters
+from workbench.formatting import usd
 from workbench.tagging.ontology import Ontology
 from workbench.tasks import TaskContext, TaskEvent, TaskResult, run_task
 
@@ -374,7 +375,7 @@ def judging_cost_text(store: Store, config: JudgesConfig, *, judge_names: list[s
 
 
 def _usd(value: float | None) -> str:
-    return "no price configured" if value is None else f"${value:,.4f}"
+    return usd(value, "no price configured")
 
 
 def tag_job(store: Store, model_name: str = "mn10_as", *, device: str = "cpu", workers: int = 2,

@@ -49,6 +49,7 @@ from workbench.alm.plan import (
 from workbench.alm.backends import make_provider
 from workbench.alm.providers import AlmProvider, AlmReply, AlmRequest, AnswerError, read_audio
 from workbench.errors import InputError, UsageError
+from workbench.formatting import usd
 from workbench.llm.engine import NOT_SENT, Campaign, GaveUp, RetryPolicy, write_waiting
 from workbench.llm.errors import RunStopped, ServerFailing, Unreachable, takes_body_hook
 from workbench.llm.journal import Journal
@@ -147,7 +148,7 @@ class AlmQuestions:
         max_cost = self.options.max_cost
         if max_cost is not None and self.cost_known and self.billed >= max_cost:
             # Checked before each request, from what the replies so far cost: nothing more is sent.
-            campaign.halt(f"--max-cost ${max_cost:.2f} reached (spent ${self.billed:.4f})")
+            campaign.halt(f"--max-cost {usd(max_cost)} reached (spent {usd(self.billed)})")
             return NOT_SENT  # type: ignore[no-any-return]
         provider = self.provider
         assert provider is not None
@@ -311,7 +312,7 @@ class AlmQuestions:
             self.on_stored(self.report)
         max_cost = self.options.max_cost
         if max_cost is not None and self.cost_known and self.spent >= max_cost and not self.report.stopped:
-            reason = f"--max-cost ${max_cost:.2f} reached (spent ${self.spent:.4f})"
+            reason = f"--max-cost {usd(max_cost)} reached (spent {usd(self.spent)})"
             if self.campaign is not None:
                 self.campaign.halt(reason)
                 reason = self.campaign.stop_reason or reason
@@ -429,8 +430,8 @@ def run_alm(store: Store, options: AlmRunOptions, *, config: AlmConfig | None = 
             raise InputError(f"no price for {options.api_model_id!r} in {config.path}, so --max-cost cannot be "
                              "checked; add its prices or drop --max-cost (nothing was sent)")
         if estimate.cost_usd > options.max_cost:
-            raise InputError(f"the estimate ${estimate.cost_usd:.2f} for {estimate.requests} request(s) exceeds "
-                             f"--max-cost ${options.max_cost:.2f}; nothing was sent. Narrow --clips or raise --max-cost")
+            raise InputError(f"the estimate {usd(estimate.cost_usd)} for {estimate.requests} request(s) exceeds "
+                             f"--max-cost {usd(options.max_cost)}; nothing was sent. Narrow --clips or raise --max-cost")
     if provider is None and plan.items and remote is not None:
         provider = remote.provider(options.api_model_id, plan.settings.device)
     elif provider is None and plan.items:
