@@ -11,7 +11,6 @@ it is the one in the tables.
 
 from __future__ import annotations
 
-import base64
 import html
 import json
 from dataclasses import dataclass, field
@@ -21,10 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from workbench import escaping
 from workbench.agreement.names import coefficient_name, pair_name, rater_name
 from workbench.errors import AglwError, InputError
-from workbench.formatting import column_cell, column_title, titled
 from workbench.studies.report_counts import (
     StudyCounts,
     agreement_missing,
@@ -34,6 +31,7 @@ from workbench.studies.report_counts import (
     study_counts,
 )
 from workbench.outputs import check_folder_target, output_folder
+from workbench.studies.report_html import CSS, figure_html, fmt, latex_table, missing_html, table_html
 
 if TYPE_CHECKING:
     from storage import Store
@@ -72,52 +70,6 @@ def _finite(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_finite(v) for v in value]
     return value
-
-
-def _fmt(value: Any, digits: int = 3) -> str:
-    if value is None or (isinstance(value, float) and value != value):
-        return "–"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
-
-
-def _cells(frame: pd.DataFrame) -> pd.DataFrame:
-    """The frame's cells as a reader reads them: a leaderboard metric in its kind (km, %, counts),
-    anything else by :func:`_fmt` (3 decimals)."""
-    def column(values: pd.Series) -> pd.Series:
-        return values.map(lambda v: _fmt(v) if (text := column_cell(values.name, v, "–")) is None else text)
-
-    return frame.apply(column) if len(frame.columns) else frame
-
-
-def _table_html(frame: pd.DataFrame, caption: str, limit: int | None = None) -> str:
-    shown = frame if limit is None else frame.head(limit)
-    head = "".join(f"<th>{html.escape(column_title(c))}</th>" for c in shown.columns)  # the CSV keeps the keys
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row) + "</tr>"
-        for row in _cells(shown).itertuples(index=False)
-    )
-    more = "" if limit is None or len(frame) <= limit else f"<p class='more'>first {limit} of {len(frame)} rows; all in the CSV</p>"
-    table = f"<table><caption>{html.escape(caption)}</caption><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-    if len(shown) > 12:  # a long table is folded so that the figures stay in reach; the CSV has it all
-        return (f"<details><summary>{html.escape(caption)} ({len(shown)} rows)</summary>{table}</details>{more}")
-    return table + more
-
-
-def _missing_html(text: str) -> str:
-    """A section's statement of what is missing, in place of an empty table."""
-    return f"<p class='missing'>{html.escape(text)}</p>"
-
-
-def _figure_html(png: bytes, caption: str) -> str:
-    data = base64.b64encode(png).decode("ascii")
-    return (f"<figure><img alt='{html.escape(caption)}' src='data:image/png;base64,{data}'>"
-            f"<figcaption>{html.escape(caption)}</figcaption></figure>")
-
-
-def _latex(frame: pd.DataFrame, caption: str, label: str) -> str:
-    return escaping.latex_table(titled(_cells(frame)), caption, label)
 
 
 def _alt_frame(rows: list[dict]) -> pd.DataFrame:
@@ -161,14 +113,14 @@ def methods_paragraph(*, n_clips: int, experts: int, judges: int, alt_rows: list
             if len(rows) == 1:
                 row = rows.iloc[0]
                 sentences.append(
-                    f"{section} {coefficient} = {row['value']:.3f} [{_fmt(row['ci_low'])}, {_fmt(row['ci_high'])}] "
+                    f"{section} {coefficient} = {row['value']:.3f} [{fmt(row['ci_low'])}, {fmt(row['ci_high'])}] "
                     f"({pair_name(row['rater_a'], row['rater_b'])}, n = {int(row['n_units'])} units)")
             else:
                 low, high = rows.loc[rows["value"].idxmin()], rows.loc[rows["value"].idxmax()]
                 sentences.append(
-                    f"{section} {coefficient} from {low['value']:.3f} [{_fmt(low['ci_low'])}, {_fmt(low['ci_high'])}] "
+                    f"{section} {coefficient} from {low['value']:.3f} [{fmt(low['ci_low'])}, {fmt(low['ci_high'])}] "
                     f"({pair_name(low['rater_a'], low['rater_b'])}, n = {int(low['n_units'])}) to {high['value']:.3f} "
-                    f"[{_fmt(high['ci_low'])}, {_fmt(high['ci_high'])}] ({pair_name(high['rater_a'], high['rater_b'])}, "
+                    f"[{fmt(high['ci_low'])}, {fmt(high['ci_high'])}] ({pair_name(high['rater_a'], high['rater_b'])}, "
                     f"n = {int(high['n_units'])}) over {len(rows)} pairs")
         if sentences:
             parts.append(f"For {label}: " + "; ".join(sentences) + ".")
@@ -205,17 +157,6 @@ def methods_paragraph(*, n_clips: int, experts: int, judges: int, alt_rows: list
             + (f"up to {sweep['max_flipped']} categories flipped between P and N." if sweep["max_flipped"]
                else "no category flipped between P and N."))
     return " ".join(parts)
-
-
-CSS = """
-body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
-h1{font-size:1.6em}h2{margin-top:1.8em;border-bottom:1px solid #ccc}
-table{border-collapse:collapse;margin:1em 0;font-size:.85em}caption{text-align:left;font-weight:600;margin-bottom:.3em}
-td,th{border:1px solid #ddd;padding:.25em .5em;text-align:left}th{background:#f3f3f3}
-figure{margin:1em 0}.grid{display:flex;flex-wrap:wrap;gap:.5em}.grid figure{margin:0}
-details{margin:1em 0}summary{cursor:pointer;font-weight:600;font-size:.9em}img{max-width:100%;height:auto;border:1px solid #eee}figcaption{font-size:.85em;color:#555}
-.methods{background:#f8f8f4;padding:1em;border-left:4px solid #8a8}.more{font-size:.8em;color:#777}
-"""
 
 
 def _holds_earlier_report(out: Path) -> bool:
@@ -408,7 +349,7 @@ def write_report(
             written.append(f"tables/{name}.csv")
         for name in ("alt_test", "baseline", "error_mode_shares"):
             frame, caption = tables[name]  # names a reader knows; the CSV keeps the keys
-            (staging / "tables" / f"{name}.tex").write_text(_latex(readable(frame), caption, f"tab:{name}"),
+            (staging / "tables" / f"{name}.tex").write_text(latex_table(readable(frame), caption, f"tab:{name}"),
                                                             encoding="utf-8")
             written.append(f"tables/{name}.tex")
 
@@ -427,17 +368,17 @@ def write_report(
         n_figures = 0
         missing = alt_test_missing(study_n, alt_rows)
         if missing is None:
-            body = [_table_html(readable(tables["alt_test"][0]), tables["alt_test"][1]), _figure_html(
+            body = [table_html(readable(tables["alt_test"][0]), tables["alt_test"][1]), figure_html(
                 figures.alt_test_bars(alt_rows), "Winning rate ω and advantage probability ρ per candidate")]
             n_figures += 1
         else:
-            body = [_missing_html(f"Not run: {missing}.")]
+            body = [missing_html(f"Not run: {missing}.")]
         sections.append("<h2>May the LLM judge replace a person?</h2>" + "".join(body))
         missing = agreement_missing(study_n, baseline)
-        body = [_table_html(readable(baseline), tables["baseline"][1])] if missing is None else [_missing_html(
+        body = [table_html(readable(baseline), tables["baseline"][1])] if missing is None else [missing_html(
             f"No agreement coefficient: {missing}.")]
         for label in sorted(set(baseline["label"])) if missing is None else ():
-            body.append(_figure_html(figures.baseline_forest(baseline, label), f"{label}: pairwise agreement with CIs"))
+            body.append(figure_html(figures.baseline_forest(baseline, label), f"{label}: pairwise agreement with CIs"))
             n_figures += 1
         sections.append("<h2>Human–human baseline, human–LLM, LLM–LLM, test–retest</h2>" + "".join(body))
         body = []
@@ -446,47 +387,47 @@ def write_report(
                 body.append(f"<p>{label}: no unit rated by two or more experts.</p>")
                 continue
             counts = frame["kind"].value_counts().rename_axis("kind").reset_index(name="units")
-            body.append(_table_html(counts, f"{label}: where people disagree vs where only the LLM deviates"))
-            body.append(_table_html(frame.sort_values("expert_agreement"), f"{label}: hardest units first", limit=15))
+            body.append(table_html(counts, f"{label}: where people disagree vs where only the LLM deviates"))
+            body.append(table_html(frame.sort_values("expert_agreement"), f"{label}: hardest units first", limit=15))
         sections.append("<h2>Per-item difficulty</h2>" + "".join(body))
         confusions = judges.category_confusions(ratings, "effect")
         names = category_names(store)
         body = []
         for category, table in list(confusions.items())[:12]:
             named = category_name(category, names)
-            body.append(_figure_html(figures.confusion(table, f"effect · {named}"), f"effect confusion, {named}"))
+            body.append(figure_html(figures.confusion(table, f"effect · {named}"), f"effect confusion, {named}"))
             n_figures += 1
         sections.append("<h2>Per-category confusion matrices (effect)</h2>" + (
             f"<div class='grid'>{''.join(body)}</div>" if body else "<p>No unit with both experts and judges.</p>"))
         missing = error_modes_missing(study_n) if shares.empty else None
-        body = [_missing_html(f"{missing[0].upper()}{missing[1:]}.")] if missing else [_figure_html(
+        body = [missing_html(f"{missing[0].upper()}{missing[1:]}.")] if missing else [figure_html(
             figures.error_mode_bars(shares, "all"), "Error-mode shares per ALM (n answers per bar; fewer than 5 marked)")]
         n_figures += 0 if missing else 1
         for breakdown in ("continent", "speech"):
             if not shares[shares["breakdown"] == breakdown].empty:
-                body.append(_figure_html(figures.error_mode_bars(shares, breakdown), f"Error-mode shares by {breakdown}"))
+                body.append(figure_html(figures.error_mode_bars(shares, breakdown), f"Error-mode shares by {breakdown}"))
                 n_figures += 1
         if not mode_agreement.empty:
             overall = mode_agreement[mode_agreement["coefficient"] == "krippendorff_alpha"]
-            body.append(_table_html(readable(overall), "Agreement on each error mode: Krippendorff's α over experts and judges "
+            body.append(table_html(readable(overall), "Agreement on each error mode: Krippendorff's α over experts and judges "
                                     "(every pair's κ in tables/error_mode_agreement.csv)"))
         sections.append("<h2>Error modes of the ALM</h2>" + "".join(body))
         if "human_localizers" in tables:
             shown = humans[[c for c in ("model", "n", "distance_error_km", "geoscore_mean", "country_acc",
                                         "continent_acc", "mean_confidence") if c in humans.columns]]
-            sections.append("<h2>Humans as localizers</h2>" + _table_html(shown, tables["human_localizers"][1]))
-        crowd_section, crowd_figures = report_crowd.crowd_html(crowd, _table_html, _figure_html, _missing_html)
+            sections.append("<h2>Humans as localizers</h2>" + table_html(shown, tables["human_localizers"][1]))
+        crowd_section, crowd_figures = report_crowd.crowd_html(crowd, table_html, figure_html, missing_html)
         sections.append(crowd_section)
         n_figures += crowd_figures
         if plan_frame is not None:
             done = plan_frame.groupby("pseudonym")["done"].agg(["size", "sum"]).reset_index()
             done.columns = ["annotator", "assigned", "done"]
-            sections.append("<h2>Study plan</h2>" + _table_html(done, tables["plan"][1]))
+            sections.append("<h2>Study plan</h2>" + table_html(done, tables["plan"][1]))
         if sweep_result is not None:
             summary = pd.DataFrame([sweep_summary])
-            sections.append("<h2>How stable is the selection?</h2>" + _table_html(summary, "Sweep summary") + _figure_html(
+            sections.append("<h2>How stable is the selection?</h2>" + table_html(summary, "Sweep summary") + figure_html(
                 figures.sensitivity_heatmaps(sweep_result), "Jaccard with the stored selection over γ × α") +
-                _table_html(sweep_result.table.sort_values("jaccard"), "Least stable settings first", limit=15))
+                table_html(sweep_result.table.sort_values("jaccard"), "Least stable settings first", limit=15))
             n_figures += 1
         else:
             sections.append("<h2>How stable is the selection?</h2><p>No stored curation run: run `aglw fit` first.</p>")
@@ -522,13 +463,13 @@ def _crowd_only_report(store: Any, out: Path, crowd: list, *, replace: bool, eps
             frame.to_csv(staging / "tables" / f"{name}.csv", index=False)
         sections = ["<h1>AGL Workbench study report</h1>"
                     f"<p>Written {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.</p>",
-                    _missing_html("No judge or expert ratings yet: the agreement, alt-test, error-mode and "
+                    missing_html("No judge or expert ratings yet: the agreement, alt-test, error-mode and "
                                   "sensitivity sections are left out (run `aglw judge` or record labels).")]
         if not humans.empty:
             shown = humans[[c for c in ("model", "n", "distance_error_km", "geoscore_mean", "country_acc",
                                         "continent_acc", "mean_confidence") if c in humans.columns]]
-            sections.append("<h2>Humans as localizers</h2>" + _table_html(shown, "Humans as localizers"))
-        crowd_section, n_figures = report_crowd.crowd_html(crowd, _table_html, _figure_html, _missing_html)
+            sections.append("<h2>Humans as localizers</h2>" + table_html(shown, "Humans as localizers"))
+        crowd_section, n_figures = report_crowd.crowd_html(crowd, table_html, figure_html, missing_html)
         sections.append(crowd_section)
         (staging / REPORT).write_text(f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>AGL "
                                       f"Workbench study report</title><style>{CSS}</style></head><body>"
