@@ -180,9 +180,13 @@ def create_app(
     def audio(request: Request) -> Response:
         participant_id = guard.participant(request)
         clip_id = item_clip(participant_id, request.path_params["item_id"])
-        from workbench.audio.blind_audio import blind_audio_for_clip
+        from workbench.audio.blind_audio import FORMATS, OGG, blind_audio_for_clip
 
-        blind = blind_audio_for_clip(store, clip_id, cache_dir)
+        # /audio/<item> is Ogg Vorbis; /audio/<item>/mp3 the fallback for browsers without Ogg (Safari)
+        audio_format = FORMATS.get(request.path_params.get("audio_format", OGG.name))
+        if audio_format is None:
+            raise HTTPException(404, "There is no such recording.")
+        blind = blind_audio_for_clip(store, clip_id, cache_dir, audio_format)
         # no file name: the response names nothing (FileResponse adds Content-Disposition only for one)
         response = FileResponse(blind.path, media_type=blind.media_type, headers={"cache-control": "private, no-cache"})
         return response
@@ -232,6 +236,7 @@ def create_app(
         Route("/hp/{trial:int}.wav", headphone_wav),
         Route("/api/headphones", headphones, methods=["POST"]),
         Route("/audio/{item_id}", audio),
+        Route("/audio/{item_id}/{audio_format}", audio),
         Route("/api/submit", submit, methods=["POST"]),
         Route("/api/reveal/{item_id}", reveal),
         Route("/reveal/{item_id}", reveal_page),

@@ -58,6 +58,7 @@ def test_every_response_carries_the_security_headers_errors_included(study, monk
         "static js": client.get("/static/item.js"),
         "static css": client.get("/static/study.css"),
         "audio range": client.get(f"/audio/{item}", headers={"range": "bytes=0-99"}),
+        "mp3 range": client.get(f"/audio/{item}/mp3", headers={"range": "bytes=0-99"}),
         "404": client.get("/no/such/page"),
         "405": client.get("/api/submit"),
         "403 tampered": TestClient(app, base_url=BASE).get("/i/abc.def.ghi"),
@@ -75,7 +76,7 @@ def test_every_response_carries_the_security_headers_errors_included(study, monk
     responses["500"] = TestClient(app, base_url=BASE, raise_server_exceptions=False,
                                   cookies=dict(client.cookies)).get("/")
     assert responses["500"].status_code == 500 and "disk on fire" not in responses["500"].text
-    assert responses["audio range"].status_code == 206
+    assert responses["audio range"].status_code == 206 and responses["mp3 range"].status_code == 206
     assert responses["413"].status_code == 413
     assert responses["404"].status_code == 404 and responses["405"].status_code == 405
     missing = {what: _secure(r) for what, r in responses.items() if _secure(r)}
@@ -93,9 +94,20 @@ def test_the_audio_names_nothing_and_serves_ranges(study) -> None:  # type: igno
     assert whole.status_code == 200 and whole.content[:100] == part.content
     assert "content-disposition" not in whole.headers
     assert walker.client.get("/audio/not-an-item").status_code == 404
+    # the MP3 fallback for browsers without Ogg (Safari): the same recording, the same rules
+    assert whole.headers["content-type"] == "audio/ogg"
+    mp3 = walker.client.get(f"/audio/{item}/mp3", headers={"range": "bytes=0-99"})
+    assert mp3.status_code == 206 and mp3.headers["content-type"] == "audio/mpeg"
+    assert "content-disposition" not in mp3.headers
+    assert walker.client.get(f"/audio/{item}/wav").status_code == 404
+    assert walker.client.get("/audio/not-an-item/mp3").status_code == 404
+    # the page offers both, Ogg first: a browser takes the first it can play
+    page = walker.page().text
+    assert page.index(f'src="/audio/{item}" type="audio/ogg') < page.index(f'src="/audio/{item}/mp3" type="audio/mpeg"')
     # another participant's item is not hers
     other = invited(store, "s1", app_for(store, "s1", cache))
     assert other.client.get(f"/audio/{item}").status_code in (403, 404)
+    assert other.client.get(f"/audio/{item}/mp3").status_code in (403, 404)
 
 
 def test_a_tampered_or_expired_link_is_refused_and_changes_nothing(study, monkeypatch) -> None:  # type: ignore[no-untyped-def]

@@ -22,7 +22,7 @@ from storage import open_store
 from storage import tables as T
 from tests.web.census import find_hidden, hidden_values, id3_texts
 from workbench.audio import blind_audio as blind_module
-from workbench.audio.blind_audio import blind_audio, blind_audio_for_clip, warm_cache
+from workbench.audio.blind_audio import MP3, blind_audio, blind_audio_for_clip, warm_cache
 from workbench.audio.loader import load_audio
 from workbench.errors import InputError
 from workbench.tasks import TaskContext
@@ -69,6 +69,24 @@ def _check_transcode(source: Path, out, *, expect_channels: int) -> None:  # typ
         assert not find_hidden(data, {text: "file name"})
 
 
+def _check_mp3(source: Path, out, *, expect_channels: int, hidden: dict) -> None:  # type: ignore[no-untyped-def]
+    """The fallback for browsers without Ogg: an MP3 of the same recording, no tag but LAME's own frame."""
+    original = load_audio(source)
+    assert out.media_type == "audio/mpeg" and out.path.suffix == ".mp3"
+    data = out.path.read_bytes()
+    assert data[:3] != b"ID3" and b"TIT2" not in data and b"TPE1" not in data  # no ID3 tag at either end
+    assert data[-128:-125] != b"TAG"
+    info = sf.info(str(out.path))
+    assert (info.format, info.subtype) == ("MP3", "MPEG_LAYER_III")
+    assert info.channels == out.channels == expect_channels
+    assert info.samplerate == out.sample_rate == original.sample_rate  # every rate here is one MP3 has
+    decoded = load_audio(out.path)
+    assert abs(decoded.samples.shape[0] / decoded.sample_rate - original.samples.shape[0] / original.sample_rate) < 0.1
+    # the best VBR setting, not a thin default (at 16 kHz mono MPEG-2 needs far fewer bits)
+    assert out.bitrate_kbps > (75 if out.sample_rate >= 32_000 else 32) * expect_channels
+    assert not find_hidden(data, hidden)
+
+
 @pytest.fixture
 def demo(tmp_path: Path):  # type: ignore[no-untyped-def]
     from workbench.demo import create_demo_project
@@ -100,6 +118,9 @@ def test_demo_clips_keep_channels_and_rate_and_the_ambix_clip_is_served_binaural
         assert out.rendered_binaural is foa
         assert not find_hidden(out.path.read_bytes(), hidden)
         assert out.path.parent == cache
+        mp3 = blind_audio_for_clip(demo, clip.id, cache, MP3)
+        _check_mp3(statuses[clip.id].path, mp3, expect_channels=2 if foa else clip.n_channels, hidden=hidden)
+        assert mp3.rendered_binaural is foa and mp3.path != out.path
     # the binaural render differs between the ears (the FOA scene's direction is kept as a cue)
     ambix = next(clip for clip in clips if clip.layout == "ambix")
     rendered, _ = sf.read(str(blind_audio_for_clip(demo, ambix.id, cache).path))
@@ -124,6 +145,23 @@ def test_the_real_recordings_lose_their_id3_text_and_file_names(shared_dir: Path
         original = load_audio(source).samples
         assert np.std(decoded[:, 0] - decoded[:, 1]) == pytest.approx(
             float(np.std(original[:, 0] - original[:, 1])), rel=0.2)
+        mp3 = blind_audio(source, tmp_path / "cache", layout=None, audio_format=MP3)
+        _check_mp3(source, mp3, expect_channels=sf.info(str(source)).channels, hidden=hidden)
+        decoded, _ = sf.read(str(mp3.path))
+        assert np.std(decoded[:, 0] - decoded[:, 1]) == pytest.approx(
+            float(np.std(original[:, 0] - original[:, 1])), rel=0.2)
+
+
+def test_an_mp3_takes_a_rate_mp3_has(tmp_path: Path) -> None:
+    """A 96 kHz recording keeps its rate in Ogg; its MP3 fallback is resampled to 48 kHz (MP3's highest)."""
+    source = tmp_path / "high.wav"
+    t = np.arange(96_000) / 96_000
+    sf.write(str(source), np.column_stack([np.sin(2 * np.pi * 440 * t), 0.5 * np.sin(2 * np.pi * 440 * t)]) * 0.5,
+             96_000)
+    assert blind_audio(source, tmp_path / "cache", layout=None).sample_rate == 96_000
+    mp3 = blind_audio(source, tmp_path / "cache", layout=None, audio_format=MP3)
+    assert mp3.sample_rate == 48_000 and mp3.channels == 2
+    assert abs(mp3.duration_s - 1.0) < 0.1
 
 
 def test_a_second_call_is_a_cache_hit_without_a_new_transcode(demo, tmp_path: Path,
@@ -193,6 +231,9 @@ def test_warm_cache_reports_each_clip_and_names_the_one_without_audio(demo, tmp_
     assert (task.done, task.total, task.succeeded) == (len(clips), len(clips), len(clips) - 1)
     assert [f.key for f in task.failures] == [str(clips[0].id)]
     assert "recording not found" in task.failures[0].error
+    # both formats the page offers are warmed: a Safari listener's first byte comes from the cache too
+    cache = tmp_path / "cache"
+    assert len(list(cache.glob("*.ogg"))) == len(list(cache.glob("*.mp3"))) == len(clips) - 1
 
 
 def test_an_unknown_clip_is_one_line(demo, tmp_path: Path) -> None:

@@ -8,11 +8,15 @@ Essaouira, Maroc"), so the study page never serves a recording as shipped (desig
 - **Codec: Ogg Vorbis, quality 6** (libsndfile's ``compression_level`` 0.4; the stream header's
   nominal bit rate is 192 kb/s for 44.1 kHz stereo, 71 kb/s for 16 kHz mono). Vorbis keeps any sample
   rate, where libsndfile's Opus takes only 8/12/16/24/48 kHz and would resample the 44.1 kHz
-  recordings. Chromium (tested: tests/web/test_blind_audio.py) and Firefox play it; Safari's Ogg support
-  is not to be relied on (not checked here). q6 is chosen so that the inter-aural level and time
+  recordings. Chromium (tested: tests/web/test_blind_audio.py) and Firefox play it. q6 is chosen so that the inter-aural level and time
   differences that stereo and binaural recordings carry survive: libvorbis codes stereo losslessly
   coupled from about q6 up, lower settings may merge high bands into point stereo (the tests check
   that the channels' difference keeps its level on the real recordings).
+- **And MP3 for the browsers without Ogg** (Safari before 18.4, every iOS browser): the page lists
+  both (``<source>`` elements, Ogg first) and the browser takes the first it can play. LAME through
+  libsndfile, VBR at its best setting (``compression_level`` 0: about 245 kb/s for stereo), no ID3
+  tag (only LAME's own "LAME3.100" frame, the same for every clip). MP3 takes 8 to 48 kHz: a
+  recording above 48 kHz is resampled to 48 kHz (soxr) for this fallback only.
 - **Channels and sample rate kept**: stereo and binaural cues are clues to the place.
 - **FOA clips (ambiX, FuMa) are served as their binaural render** through the cockpit's decoder
   (:func:`workbench.audio.binaural.make_decoder`, the spherical-head model, yaw 0): 2 channels.
@@ -50,13 +54,30 @@ if TYPE_CHECKING:
     from storage import Store
     from workbench.tasks import TaskContext
 
-MEDIA_TYPE = "audio/ogg"
-SUFFIX = ".ogg"
 VORBIS_QUALITY = 6  # of -1..10
-# libsndfile's knob is the inverse of Vorbis' quality: compression 0.4 = quality 0.6 (q6).
-_COMPRESSION_LEVEL = 1.0 - VORBIS_QUALITY / 10
-# Part of every cache name: a changed transcode is a new file, never a stale one served.
-TRANSCODE_VERSION = "vorbis-q6-v1"
+
+
+@dataclass(frozen=True)
+class AudioFormat:
+    """One codec the page may ask for: its media type, the cache file's suffix, libsndfile's format
+    and subtype, the encoder's setting, and the version that is part of every cache name (a changed
+    transcode is a new file, never a stale one served)."""
+
+    name: str
+    media_type: str
+    suffix: str
+    sf_format: str
+    sf_subtype: str
+    compression_level: float
+    version: str
+
+
+# libsndfile's knob for Vorbis is the inverse of its quality: compression 0.4 = quality 0.6 (q6);
+# for MP3 it is LAME's VBR quality, 0 the best.
+OGG = AudioFormat("ogg", "audio/ogg", ".ogg", "OGG", "VORBIS", 1.0 - VORBIS_QUALITY / 10, "vorbis-q6-v1")
+MP3 = AudioFormat("mp3", "audio/mpeg", ".mp3", "MP3", "MPEG_LAYER_III", 0.0, "mp3-vbr0-v1")
+FORMATS = {f.name: f for f in (OGG, MP3)}
+MP3_RATES = (8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000)
 FOA_LAYOUTS = ("ambix", "fuma")
 _PEAK = 0.99
 _BLOCK_FRAMES = 1 << 16
@@ -76,8 +97,8 @@ class BlindAudio:
     channels: int
     sample_rate: int
     frames: int
-    quality: int  # Vorbis quality setting
-    nominal_kbps: int  # from the stream header
+    quality: int  # Vorbis quality setting (the Ogg transcode; the MP3 one is LAME's best VBR)
+    nominal_kbps: int  # from the Vorbis stream header (0 for MP3: VBR has none)
     bitrate_kbps: float  # measured: bytes over duration
     rendered_binaural: bool  # an FOA clip served as its binaural render
 
@@ -104,7 +125,7 @@ def _key_lock(name: str) -> threading.Lock:
         return _locks.setdefault(name, threading.Lock())
 
 
-def blind_audio(source: Path, cache_dir: Path, *, layout: str | None) -> BlindAudio:
+def blind_audio(source: Path, cache_dir: Path, *, layout: str | None, audio_format: AudioFormat = OGG) -> BlindAudio:
     """The blind transcode of ``source`` (made once, then found in ``cache_dir``).
 
     Parameters
@@ -115,6 +136,8 @@ def blind_audio(source: Path, cache_dir: Path, *, layout: str | None) -> BlindAu
         The transcode cache (created if missing).
     layout
         The clip's channel layout; ``ambix``/``fuma`` is served as its binaural render.
+    audio_format
+        :data:`OGG` (what the page offers first) or :data:`MP3` (its fallback).
 
     Raises
     ------
@@ -127,12 +150,13 @@ def blind_audio(source: Path, cache_dir: Path, *, layout: str | None) -> BlindAu
 
     source = Path(source)
     render = (layout or "").lower() in FOA_LAYOUTS
-    variant = f"{TRANSCODE_VERSION}-{layout.lower()}-binaural" if render and layout else TRANSCODE_VERSION
+    version = audio_format.version
+    variant = f"{version}-{layout.lower()}-binaural" if render and layout else version
     memo_key = (_stat(source), variant, str(cache_dir))
     known = _served.get(memo_key)
     if known is not None and _stat(known.path) == _served_stat.get(memo_key):
         return known  # every request of the page asks: a stat of both files instead of a header read
-    name = f"{file_digest(source)}-{variant}{SUFFIX}"
+    name = f"{file_digest(source)}-{variant}{audio_format.suffix}"
     target = Path(cache_dir) / name
     with _key_lock(str(target)):
         if not target.is_file():
@@ -141,8 +165,8 @@ def blind_audio(source: Path, cache_dir: Path, *, layout: str | None) -> BlindAu
             except OSError as exc:
                 raise InputError(f"{cache_dir}: cannot create the audio cache ({exc.strerror or exc}); "
                                  "check the folder's permissions") from exc
-            _transcode(source, target, layout if render else None)
-        out = describe(target, rendered_binaural=render)
+            _transcode(source, target, layout if render else None, audio_format)
+        out = describe(target, rendered_binaural=render, audio_format=audio_format)
     with _locks_guard:
         if len(_served) >= _SERVED_MEMO_SIZE:
             _served.clear()
@@ -160,7 +184,7 @@ def _stat(path: Path) -> tuple[str, int, int] | None:
     return (str(path), info.st_size, info.st_mtime_ns)
 
 
-def blind_audio_for_clip(store: Store, clip_id: int, cache_dir: Path) -> BlindAudio:
+def blind_audio_for_clip(store: Store, clip_id: int, cache_dir: Path, audio_format: AudioFormat = OGG) -> BlindAudio:
     """The blind transcode of a clip's recording, found under its dataset's media roots.
 
     Raises
@@ -188,7 +212,7 @@ def blind_audio_for_clip(store: Store, clip_id: int, cache_dir: Path) -> BlindAu
     if not layout:
         n_channels = row.n_channels or _channels(status.path, _stat(status.path))
         layout = detect_layout(n_channels, row.description)
-    return blind_audio(status.path, cache_dir, layout=layout)
+    return blind_audio(status.path, cache_dir, layout=layout, audio_format=audio_format)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -203,8 +227,9 @@ def warm_cache(store: Store, clip_ids: list[int], cache_dir: Path,
                task: TaskContext | None = None) -> dict[int, BlindAudio]:
     """Transcode every clip not yet in the cache (``aglw serve`` calls it before listening).
 
-    Each clip is one item of ``task``; one that fails (no audio, an undecodable file) is a failed
-    item with its reason, and the others go on. Returns clip id -> its transcode.
+    Each clip is one item of ``task`` (both formats the page offers); one that fails (no audio, an
+    undecodable file) is a failed item with its reason, and the others go on. Returns clip id -> its
+    Ogg transcode.
     """
     from workbench.errors import AglwError
     from workbench.tasks import TaskContext
@@ -215,6 +240,7 @@ def warm_cache(store: Store, clip_ids: list[int], cache_dir: Path,
     for clip_id in clip_ids:
         try:
             out[int(clip_id)] = blind_audio_for_clip(store, int(clip_id), cache_dir)
+            blind_audio_for_clip(store, int(clip_id), cache_dir, MP3)
         except AglwError as exc:
             task.item_done(str(clip_id), ok=False, error=str(exc))
             continue
@@ -246,19 +272,30 @@ def _decoded(source: Path, foa_layout: str | None) -> tuple[np.ndarray, int]:
     return _level(samples), audio.sample_rate
 
 
-def _transcode(source: Path, target: Path, foa_layout: str | None) -> None:
+def _mp3_rate(rate: int) -> int:
+    """The rate an MP3 can hold: the recording's own where MP3 has it, else the next one up (48 kHz at most)."""
+    return next((r for r in MP3_RATES if r >= rate), MP3_RATES[-1])
+
+
+def _transcode(source: Path, target: Path, foa_layout: str | None, audio_format: AudioFormat = OGG) -> None:
     import soundfile as sf
 
     samples, rate = _decoded(source, foa_layout)
-    handle, staging_name = tempfile.mkstemp(prefix=".partial-", suffix=SUFFIX, dir=target.parent)
+    if audio_format is MP3 and _mp3_rate(rate) != rate:
+        import soxr
+
+        new_rate = _mp3_rate(rate)
+        samples, rate = _level(soxr.resample(samples, rate, new_rate).astype(np.float32)), new_rate
+    handle, staging_name = tempfile.mkstemp(prefix=".partial-", suffix=audio_format.suffix, dir=target.parent)
     os.close(handle)
     staging = Path(staging_name)
     try:
-        with sf.SoundFile(str(staging), "w", samplerate=rate, channels=samples.shape[1], format="OGG",
-                          subtype="VORBIS", compression_level=_COMPRESSION_LEVEL) as out:
+        with sf.SoundFile(str(staging), "w", samplerate=rate, channels=samples.shape[1], format=audio_format.sf_format,
+                          subtype=audio_format.sf_subtype, compression_level=audio_format.compression_level) as out:
             for start in range(0, samples.shape[0], _BLOCK_FRAMES):
                 out.write(samples[start:start + _BLOCK_FRAMES])
-        strip_vorbis_comments(staging)
+        if audio_format is OGG:
+            strip_vorbis_comments(staging)  # the MP3 has no tag to strip: libsndfile writes no ID3
         os.chmod(staging, 0o644)
         try:
             # First finished writer wins; a racing copy is dropped, so bytes never change under a reader.
@@ -274,7 +311,7 @@ def _transcode(source: Path, target: Path, foa_layout: str | None) -> None:
         staging.unlink(missing_ok=True)
 
 
-def describe(path: Path, *, rendered_binaural: bool = False) -> BlindAudio:
+def describe(path: Path, *, rendered_binaural: bool = False, audio_format: AudioFormat = OGG) -> BlindAudio:
     """What a cached transcode is (header fields, measured bit rate, the digest of its bytes)."""
     import soundfile as sf
 
@@ -288,7 +325,7 @@ def describe(path: Path, *, rendered_binaural: bool = False) -> BlindAudio:
     nominal = struct.unpack_from("<i", head, at + 7 + 4 + 1 + 4 + 4)[0] if at >= 0 else 0
     duration = info.frames / info.samplerate if info.samplerate else 0.0
     return BlindAudio(
-        path=path, media_type=MEDIA_TYPE, sha256=file_digest(path), size=size, channels=int(info.channels),
+        path=path, media_type=audio_format.media_type, sha256=file_digest(path), size=size, channels=int(info.channels),
         sample_rate=int(info.samplerate), frames=int(info.frames), quality=VORBIS_QUALITY,
         nominal_kbps=round(nominal / 1000), bitrate_kbps=size * 8 / duration / 1000 if duration else 0.0,
         rendered_binaural=rendered_binaural,
