@@ -15,6 +15,29 @@ JUDGES = ("opus", "sonnet", "haiku")
 ALM = "alm-x"
 
 
+def thin_project(db, *, model: str = "alm", expert: bool = True) -> None:  # type: ignore[no-untyped-def]
+    """A project too thin for any study or fit: three clips with one ALM answer each, no tag, no
+    judge, and (``expert``) one expert's contribution label per clip."""
+    from storage import open_store
+
+    store = open_store(db)
+    with store.write() as s:
+        dataset, alm = Dataset(name="d"), AlmRun(model=model)
+        annotator = Annotator(name="ada", pseudonym="annotator-1") if expert else None
+        s.add_all([dataset, alm, *([annotator] if annotator else [])])
+        s.flush()
+        for i in range(3):
+            clip = Clip(dataset_id=dataset.id, key=f"k{i}", latitude=1.0, longitude=2.0)
+            s.add(clip)
+            s.flush()
+            s.add(Prediction(alm_run_id=alm.id, clip_id=clip.id, question_id=clip.key, predicted_latitude="1",
+                             predicted_longitude="2"))
+            if annotator is not None:
+                s.add(CategoryLabel(annotator_id=annotator.id, clip_id=clip.id, category_id="/m/09x0r",
+                                    contribution=2))
+    store.dispose()
+
+
 def populate(store) -> None:  # type: ignore[no-untyped-def]
     """Write the project and store one curation fit."""
     from workbench.curation import service

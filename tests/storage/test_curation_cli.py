@@ -80,20 +80,9 @@ def test_fit_names_its_categories_and_checks_what_if_ids(project_db, tmp_path, m
 
 
 def test_fit_without_tags_or_contributions_says_what_is_missing(sqlite_path, capsys) -> None:  # type: ignore[no-untyped-def]
-    from storage.models import AlmRun, Clip, Dataset, Prediction
+    from tests.storage.studies_project import thin_project
 
-    store = open_store(sqlite_path)
-    with store.write() as s:
-        dataset, alm = Dataset(name="d"), AlmRun(model="alm-x")
-        s.add_all([dataset, alm])
-        s.flush()
-        for i in range(3):
-            clip = Clip(dataset_id=dataset.id, key=f"k{i}", latitude=1.0, longitude=2.0)
-            s.add(clip)
-            s.flush()
-            s.add(Prediction(alm_run_id=alm.id, clip_id=clip.id, question_id=clip.key, predicted_latitude="1",
-                             predicted_longitude="2"))
-    store.dispose()
+    thin_project(sqlite_path, model="alm-x", expert=False)
     fit = run_json(capsys, "--db", str(sqlite_path), "--json", "fit", "--preview")
     missing = " ".join(fit["summary"]["missing"])
     capsys.readouterr()

@@ -211,22 +211,9 @@ def test_report_renders_every_figure_in_a_headless_browser(project, capsys, tmp_
 
 
 def test_alt_test_with_one_expert_and_no_judges_says_why_and_exits_1(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
-    from storage import open_store
-    from storage.models import CategoryLabel, Clip, Dataset, Prediction, AlmRun, Annotator
+    from tests.storage.studies_project import thin_project
 
-    store = open_store(tmp_path / "one.sqlite")
-    with store.write() as s:
-        dataset, alm, expert = Dataset(name="d"), AlmRun(model="alm"), Annotator(name="ada", pseudonym="annotator-1")
-        s.add_all([dataset, alm, expert])
-        s.flush()
-        for i in range(3):
-            clip = Clip(dataset_id=dataset.id, key=f"k{i}", latitude=1.0, longitude=2.0)
-            s.add(clip)
-            s.flush()
-            s.add(Prediction(alm_run_id=alm.id, clip_id=clip.id, question_id=clip.key, predicted_latitude="1",
-                             predicted_longitude="2"))
-            s.add(CategoryLabel(annotator_id=expert.id, clip_id=clip.id, category_id="/m/09x0r", contribution=2))
-    store.dispose()
+    thin_project(tmp_path / "one.sqlite")
     capsys.readouterr()
     assert main(["--db", str(tmp_path / "one.sqlite"), "study", "alt-test"]) == 1
     err = capsys.readouterr().err.strip()

@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 
 from cli.main import main
 from storage import open_store
-from storage.models import AlmRun, Annotator, CategoryLabel, Clip, Dataset, JudgeRun, Judgment, Prediction
+from storage.models import CategoryLabel, Clip, JudgeRun, Judgment
 from tests.storage import studies_project
 
 
@@ -45,19 +45,7 @@ def test_the_methods_paragraph_counts_what_was_studied(tmp_path, capsys) -> None
 def test_a_thin_project_says_what_is_missing(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     """One expert, no judges, no error modes: each section says why it has no result."""
     db = tmp_path / "thin.sqlite"
-    store = open_store(db)
-    with store.write() as s:
-        dataset, alm, expert = Dataset(name="d"), AlmRun(model="alm"), Annotator(name="ada", pseudonym="annotator-1")
-        s.add_all([dataset, alm, expert])
-        s.flush()
-        for i in range(3):
-            clip = Clip(dataset_id=dataset.id, key=f"k{i}", latitude=1.0, longitude=2.0)
-            s.add(clip)
-            s.flush()
-            s.add(Prediction(alm_run_id=alm.id, clip_id=clip.id, question_id=clip.key, predicted_latitude="1",
-                             predicted_longitude="2"))
-            s.add(CategoryLabel(annotator_id=expert.id, clip_id=clip.id, category_id="/m/09x0r", contribution=2))
-    store.dispose()
+    studies_project.thin_project(db)
     out = tmp_path / "report"
     assert main(["--db", str(db), "study", "report", "--out", str(out), "--bootstrap", "0"]) == 0
     capsys.readouterr()
