@@ -115,11 +115,12 @@ def test_leaderboard_rows_are_the_dataframe_in_pandas_order(db, by) -> None:  # 
 def test_cli_rows_and_side_by_side_table(db, capsys) -> None:  # type: ignore[no-untyped-def]
     from storage import open_store
     from workbench.metrics.service import leaderboard
-    from workbench.studies.localizers import with_human_rows
+    from workbench.studies.localizers import human_rows
 
     store = open_store(db)
     try:
-        expected = with_human_rows(leaderboard(store, "both"), store, "both").to_dict(orient="records")
+        models = leaderboard(store, "both")
+        expected = [*models.to_dict(orient="records"), *human_rows(store, "both", list(models.columns))]
     finally:
         store.dispose()
     out = run_json(capsys, "--db", db, "--json", "leaderboard")

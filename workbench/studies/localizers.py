@@ -243,7 +243,8 @@ def human_leaderboard(store: Store, profile: str = "agl1k", *, ci: bool = False,
 def human_rows(store: Store, profile: str, columns: Any = None, *, ci: bool = False, bootstrap: int = 2000,
                seed: int = 0, aliases: AliasTable | None = None) -> list[dict[str, Any]]:
     """The human localizers' leaderboard rows (per annotator and pooled, with their ``profile``;
-    ``both``: one row per profile), as :func:`with_human_rows` appends them; with ``columns``
+    ``both``: one row per profile), as the leaderboard lists them
+    (:func:`workbench.studies.board.leaderboard_board`); with ``columns``
     (the leaderboard's), each row has exactly those keys, NaN where a human row has no value."""
     profiles = ("agl1k", "iso") if profile == "both" else (profile,)
     rows = []
@@ -253,22 +254,3 @@ def human_rows(store: Store, profile: str, columns: Any = None, *, ci: bool = Fa
     if columns is not None and len(columns):
         rows = [{column: row.get(column, math.nan) for column in columns} for row in rows]
     return rows
-
-
-def with_human_rows(frame: Any, store: Store, profile: str, *, ci: bool = False, bootstrap: int = 2000,
-                    seed: int = 0, aliases: AliasTable | None = None) -> Any:
-    """The leaderboard ``frame`` with the human localizers' rows appended (per annotator and pooled).
-
-    Humans are scored by the same :func:`~workbench.metrics.aggregate.compute_metrics` as the models,
-    so their rows sit in the same table; ``profile`` is the leaderboard's (``both``: one row per
-    profile). Without guesses the frame comes back unchanged.
-    """
-    rows = human_rows(store, profile, ci=ci, bootstrap=bootstrap, seed=seed, aliases=aliases)
-    if not rows:
-        return frame
-    import pandas as pd
-
-    humans = pd.DataFrame(rows)
-    columns = list(frame.columns) if len(frame.columns) else list(humans.columns)
-    humans = humans.reindex(columns=columns)
-    return pd.concat([frame, humans], ignore_index=True) if len(frame) else humans
