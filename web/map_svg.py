@@ -10,6 +10,7 @@ stays under 400 kB with them; bench W1 measures).
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 
@@ -31,8 +32,10 @@ def _polygons(lon: np.ndarray, lat: np.ndarray) -> list[np.ndarray]:
     return out
 
 
+@functools.lru_cache(maxsize=1)
 def _rings() -> list[np.ndarray]:
-    """The polygons' vertices in tenths of a degree, repeated points merged, slivers dropped."""
+    """The polygons' vertices in tenths of a degree, repeated points merged, slivers dropped (read
+    once: the land and the coast are both drawn from them)."""
     lon, lat = outline_path("gshhs", "c")
     rings = []
     for polygon in _polygons(lon, lat):

@@ -97,7 +97,7 @@ class BlindAudio:
     channels: int
     sample_rate: int
     frames: int
-    quality: int  # Vorbis quality setting (the Ogg transcode; the MP3 one is LAME's best VBR)
+    quality: int  # Vorbis quality setting (0 for the MP3: LAME's best VBR has no such number)
     nominal_kbps: int  # from the Vorbis stream header (0 for MP3: VBR has none)
     bitrate_kbps: float  # measured: bytes over duration
     rendered_binaural: bool  # an FOA clip served as its binaural render
@@ -326,7 +326,8 @@ def describe(path: Path, *, rendered_binaural: bool = False, audio_format: Audio
     duration = info.frames / info.samplerate if info.samplerate else 0.0
     return BlindAudio(
         path=path, media_type=audio_format.media_type, sha256=file_digest(path), size=size, channels=int(info.channels),
-        sample_rate=int(info.samplerate), frames=int(info.frames), quality=VORBIS_QUALITY,
+        sample_rate=int(info.samplerate), frames=int(info.frames),
+        quality=VORBIS_QUALITY if audio_format is OGG else 0,
         nominal_kbps=round(nominal / 1000), bitrate_kbps=size * 8 / duration / 1000 if duration else 0.0,
         rendered_binaural=rendered_binaural,
     )
