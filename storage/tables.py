@@ -589,6 +589,8 @@ def _web_assignment() -> Table:
         Column('position', Integer, nullable=False),
         Column('kind', String, nullable=False),
         Column('item_id', String, nullable=False),
+        Column('shown_at', UTCDateTime),
+        Column('listening', JSON),
     )
 
 
@@ -609,6 +611,11 @@ def _web_guess() -> Table:
         Column('answer_s', Float),
         Column('n_plays', Integer),
         Column('created_at', UTCDateTime, nullable=False),
+        Column('placed_by', String),
+        Column('place_name', Text),
+        Column('heard_s', Float),
+        Column('n_seeks', Integer),
+        Column('recognised', JSON),
     )
 
 
@@ -629,6 +636,16 @@ def _web_participant() -> Table:
         Column('screened_out_at', UTCDateTime),
         Column('finished_at', UTCDateTime),
         Column('order_seed', Integer, nullable=False),
+        Column('session_key', String),
+        Column('pilot', Boolean, nullable=False),
+        Column('revoked_at', UTCDateTime),
+        Column('last_seen_at', UTCDateTime),
+        Column('released_at', UTCDateTime),
+        Column('language', String),
+        Column('answers', JSON),
+        Column('device', JSON),
+        Column('huggins_correct', Integer),
+        Column('calibration', JSON),
     )
 
 
@@ -651,6 +668,12 @@ def _web_study() -> Table:
         Column('seed', Integer, nullable=False),
         Column('parameters', JSON),
         Column('created_at', UTCDateTime, nullable=False),
+        Column('status', String, nullable=False),
+        Column('panel_study_id', String),
+        Column('screen_out_code', String),
+        Column('screen_out_url', Text),
+        Column('options', JSON),
+        Column('questionnaire', JSON),
     )
 
 

@@ -41,6 +41,18 @@ class WebStudy(SQLModel, table=True):
     seed: int = 0
     parameters: Optional[dict] = _json()  # where the clips came from (selection id, keys, all)
     created_at: datetime = Field(default_factory=utcnow)
+    # lifecycle (issue 44): open | paused | closed; a paused or closed study stores nothing new
+    status: str = "open"
+    # the panel's own study id (Prolific's STUDY_ID): given at creation or stored at the first entry
+    panel_study_id: Optional[str] = None
+    # where a participant ended by a screen goes: the panel's screen-out code and/or return URL
+    screen_out_code: Optional[str] = None
+    screen_out_url: Optional[str] = _text()
+    # further settings fixed at creation, typed by workbench/studies/web_study.StudyConfig
+    # (score shown at the end, slot time-out, must-hear seconds, languages, loudness target, ...)
+    options: Optional[dict] = _json()
+    # the researcher's questionnaire (its questions, validated at creation), shown after consent
+    questionnaire: Optional[dict] = _json()
 
 
 class WebStudyClip(SQLModel, table=True):
@@ -76,6 +88,17 @@ class WebParticipant(SQLModel, table=True):
     screened_out_at: Optional[datetime] = None  # ended politely by a failed check in `screen` mode
     finished_at: Optional[datetime] = None
     order_seed: int = 0
+    # the session cookie names this random key, never the sequential row id (issue 44)
+    session_key: Optional[str] = Field(default=None, index=True, unique=True)
+    pilot: bool = False  # entered by a --pilot link: counted apart, never analysed
+    revoked_at: Optional[datetime] = None  # her invitation was revoked: she can do nothing more
+    last_seen_at: Optional[datetime] = None  # last request; frees her clips' slots after a time-out
+    released_at: Optional[datetime] = None  # her unanswered slots were freed (she left)
+    language: Optional[str] = None  # the page language she saw
+    answers: Optional[dict] = _json()  # the questionnaire's answers (issue 45)
+    device: Optional[dict] = _json()  # device class, browser and OS family (never the raw user agent)
+    huggins_correct: Optional[int] = None  # Huggins-pitch trials answered right (headphone check "huggins"/"both")
+    calibration: Optional[dict] = _json()  # the volume-calibration step's record
 
 
 class WebAssignment(SQLModel, table=True):
@@ -90,6 +113,9 @@ class WebAssignment(SQLModel, table=True):
     position: int = 0
     kind: str = "item"  # practice | item | attention
     item_id: str  # opaque, random; the only name the page ever uses for the clip
+    shown_at: Optional[datetime] = None  # first time the item's page was served to her
+    # the listening record so far (plays, seconds heard, seeks), kept across reloads (issue 45)
+    listening: Optional[dict] = _json()
 
 
 class WebGuess(SQLModel, table=True):
@@ -111,3 +137,8 @@ class WebGuess(SQLModel, table=True):
     answer_s: Optional[float] = None  # seconds from the item's page to the submit
     n_plays: Optional[int] = None
     created_at: datetime = Field(default_factory=utcnow)
+    placed_by: Optional[str] = None  # click | search | keyboard (None: a refusal, or before issue 45)
+    place_name: Optional[str] = _text()  # for a search: the gazetteer place she chose
+    heard_s: Optional[float] = None  # seconds of the recording actually heard (union of played spans)
+    n_seeks: Optional[int] = None
+    recognised: Optional[dict] = _json()  # the optional "I recognise this place / language" item
