@@ -14,7 +14,7 @@ import re
 import secrets
 import string
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from sqlalchemy import func, select
@@ -55,6 +55,13 @@ class StudyConfig:
     seed: int
     n_items: int
     n_attention: int
+    # schema 0011 (issues 44-46): lifecycle, panel, screen-out, further options, questionnaire
+    status: str = "open"  # open | paused | closed
+    panel_study_id: str | None = None
+    screen_out_code: str | None = None
+    screen_out_url: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    questionnaire: dict[str, Any] | None = None
 
     def public(self) -> dict[str, Any]:
         """Everything but the secret (for `--json` outputs)."""
@@ -95,7 +102,10 @@ def load_study(store: Store, name: str) -> StudyConfig:
                        practice_clip_id=row.practice_clip_id, consent=row.consent or "",
                        completion_code=row.completion_code, completion_url=row.completion_url,
                        rules={**DEFAULT_RULES, **(row.rules or {})}, secret=row.secret, seed=int(row.seed),
-                       n_items=int(counts.get("item", 0)), n_attention=int(counts.get("attention", 0)))
+                       n_items=int(counts.get("item", 0)), n_attention=int(counts.get("attention", 0)),
+                       status=row.status or "open", panel_study_id=row.panel_study_id,
+                       screen_out_code=row.screen_out_code, screen_out_url=row.screen_out_url,
+                       options=dict(row.options or {}), questionnaire=row.questionnaire)
 
 
 def study_names(store: Store) -> list[str]:
