@@ -129,14 +129,13 @@ def _elapsed(shown_at: datetime | None, now: datetime) -> float:
 
 
 def _assignment(connection: Any, study: StudyConfig, participant_id: int, item_id: str) -> Any:
-    from workbench.studies.web_session import NotAllowed, _participant
-
-    _participant(connection, study, participant_id)
-    a = T.web_assignment.c
-    row = connection.execute(select(a.id, a.shown_at, a.listening).where(a.participant_id == participant_id,
-                                                                        a.item_id == item_id)).first()
+    # the participant's own item in this study (the server asks web_session.item_clip first: a 404 there)
+    a, p = T.web_assignment.c, T.web_participant.c
+    row = connection.execute(select(a.id, a.shown_at, a.listening).join(T.web_participant, p.id == a.participant_id)
+                             .where(a.participant_id == participant_id, p.study_id == study.id,
+                                    a.item_id == item_id)).first()
     if row is None:
-        raise NotAllowed("no such item in this session")
+        raise InputError("no such item in this session")
     return row
 
 
