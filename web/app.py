@@ -182,9 +182,7 @@ def create_app(
     async def listened(request: Request) -> Response:
         participant_id = guard.participant(request, changes=True, bucket=guard.by_listening)
         body = await _json_body(request)
-        item_id = body.get("item_id")
-        if not isinstance(item_id, str) or not item_id or len(item_id) > 64:
-            raise InputError("the listening record names no item")
+        item_id = _item_id(body, "the listening record")
         posted = listening.check_record(body)
         clip_id = await run_in_threadpool(item_clip, participant_id, item_id)
         duration = await run_in_threadpool(served_duration, clip_id)
@@ -237,12 +235,11 @@ def create_app(
     async def submit(request: Request) -> Response:
         participant_id = guard.participant(request, changes=True)
         body = await _json_body(request)
-        item_id = body.get("item_id")
-        if not isinstance(item_id, str) or not item_id or len(item_id) > 64:
-            raise InputError("the answer names no item")
+        item_id = _item_id(body, "the answer")
         answer = web_session.check_answer(body)
         clip_id = await run_in_threadpool(item_clip, participant_id, item_id)
-        needs_duration = answer.listening is not None or bool(study.options.get("must_hear_s") or study.options.get("must_hear_share"))
+        must_hear = bool(study.options.get("must_hear_s") or study.options.get("must_hear_share"))
+        needs_duration = answer.listening is not None or must_hear
         duration = await run_in_threadpool(served_duration, clip_id) if needs_duration else None
         stored = await run_in_threadpool(web_session.submit, store, study, participant_id, item_id, answer,
                                          duration_s=duration)
@@ -303,6 +300,13 @@ def create_app(
     app.state.study = study
     # the headers wrap everything, Starlette's own 404/500 responses included
     return SecurityHeaders(BodyLimit(app, max_body))
+
+
+def _item_id(body: dict[str, Any], what: str) -> str:
+    item_id = body.get("item_id")
+    if not isinstance(item_id, str) or not item_id or len(item_id) > 64:
+        raise InputError(f"{what} names no item")
+    return item_id
 
 
 async def _json_body(request: Request) -> dict[str, Any]:

@@ -15,23 +15,13 @@ from sqlalchemy import select, update
 
 from storage import tables as T
 from tests.web.census import find_hidden, hidden_values, without_fixed_lists
-from tests.web.server_walk import CONSENT, app_for, demo_copy, invited, media_files, new_study
+from tests.web.server_walk import CONSENT, app_for, invited, media_files, new_study
 from workbench.errors import InputError
 from workbench.studies import listening
 from workbench.studies.questionnaire import load_questionnaire
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "resources" / "questionnaire-example.toml"
 A, G = T.web_assignment, T.web_guess
-
-
-@pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("demo-template")
-
-
-@pytest.fixture
-def project(template: Path, tmp_path: Path) -> Path:
-    return demo_copy(template, tmp_path)
 
 
 def _post(spans: list[list[float]], plays: int = 1, seeks: int = 0, played_s: float = 0.0) -> dict:

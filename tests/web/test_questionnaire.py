@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import select
 
 from storage import tables as T
-from tests.web.server_walk import app_for, demo_copy, invited, new_study
+from tests.web.server_walk import app_for, invited, new_study
 from workbench.errors import InputError
 from workbench.studies import questionnaire as qn
 
@@ -26,16 +26,6 @@ DESKTOP = "Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:121.0) Gecko/20100101 Fi
 ANSWERS = {"home_country": ["FR"], "native_languages": ["fra", "yue"], "other_languages": ["eng"],
            "countries_lived": ["FR", "MA"], "hearing": ["no_known_loss"], "device": ["computer"],
            "output": ["headphones"]}
-
-
-@pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("demo-template")
-
-
-@pytest.fixture
-def project(template: Path, tmp_path: Path) -> Path:
-    return demo_copy(template, tmp_path)
 
 
 def _write(tmp_path: Path, text: str) -> Path:
