@@ -113,6 +113,10 @@ def test_must_hear_keeps_submit_disabled_and_the_server_refuses_an_early_answer(
     refusal = walker.guess(item, refused=True, latitude=None, longitude=None)
     assert refusal.status_code == 409  # "I can't tell" needs the same listening
     _backdate(store, 60)
+    refused = walker.guess(item, listening={"spans": [[0, 1.0]], "plays": 1, "seeks": 0, "played_s": 1})
+    assert refused.status_code == 409
+    with store.read() as connection:  # the refused answer's record is kept all the same
+        assert connection.execute(select(A.c.listening).where(A.c.item_id == item)).scalar_one()["heard_s"] == 1.0
     walker.post_json("/api/listening", {"item_id": item, "spans": [[0, 1.5]], "plays": 1})
     assert walker.guess(item).status_code == 409
     # the submit's last record counts like a post

@@ -22,6 +22,7 @@ the recording, and needs the same listening.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -118,6 +119,32 @@ def required_heard_s(options: dict[str, Any], duration_s: float | None) -> float
     return max(0.0, min(need, duration_s) - MUST_HEAR_TOLERANCE_S)
 
 
+@dataclass(frozen=True)
+class ForGuess:
+    """What a guess stores of the listening, and whether the must-hear minimum refuses it."""
+
+    values: dict[str, Any]  # heard_s, n_seeks, n_plays, listen_s for the guess
+    answer_s: float | None  # server seconds since the page was first served (None: never served)
+    missing_s: float | None  # the must-hear seconds when not reached (the answer is refused), else None
+
+
+def for_guess(record: dict[str, Any] | None, shown_at: datetime | None, now: datetime, *, duration_s: float | None,
+              options: dict[str, Any], page_listen_s: float | None, page_plays: int | None) -> ForGuess:
+    """What the guess stores of the server's record (the page's own numbers only when there is none,
+    bounded by the server time) and the must-hear check."""
+    elapsed = None if shown_at is None else _elapsed(shown_at, now)
+    need = required_heard_s(options, duration_s)
+    missing = need + MUST_HEAR_TOLERANCE_S if need > 0 and float((record or {}).get("heard_s") or 0.0) < need else None
+    if record:
+        values = {"heard_s": record["heard_s"], "n_seeks": record["seeks"], "n_plays": record["plays"],
+                  "listen_s": record["played_s"]}
+    else:
+        cap = (elapsed if elapsed is not None else 86_400.0) + SLACK_S
+        values = {"heard_s": None, "n_seeks": None, "n_plays": page_plays,
+                  "listen_s": None if page_listen_s is None else min(page_listen_s, cap)}
+    return ForGuess(values, elapsed, missing)
+
+
 def _now() -> datetime:
     from storage.models._base import utcnow
 
@@ -142,9 +169,10 @@ def _assignment(connection: Any, study: StudyConfig, participant_id: int, item_i
 def mark_shown(store: Store, study: StudyConfig, participant_id: int, item_id: str) -> dict[str, Any]:
     """Set the item's ``shown_at`` the first time its page is served (server time); its record so far."""
     a = T.web_assignment.c
-    with store.write() as s:
-        row = _assignment(s, study, participant_id, item_id)
-        if row.shown_at is None:
+    with store.read() as connection:  # a reload writes nothing (the page is served on every reload)
+        row = _assignment(connection, study, participant_id, item_id)
+    if row.shown_at is None:
+        with store.write() as s:
             s.execute(update(T.web_assignment).where(a.id == row.id, a.shown_at.is_(None)).values(shown_at=_now()))
     return {**empty(), **(row.listening or {})}
 

@@ -357,6 +357,9 @@ def submit(store: Store, study: StudyConfig, participant_id: int, item_id: str, 
     from workbench.studies import listening
 
     a, p = T.web_assignment.c, T.web_participant.c
+    if answer.listening is not None:
+        # the page's last record is kept like any post, even when the answer below is refused
+        listening.record(store, study, participant_id, item_id, answer.listening, duration_s=duration_s)
     created = False
     try:
         with store.write() as s:
@@ -375,30 +378,18 @@ def submit(store: Store, study: StudyConfig, participant_id: int, item_id: str, 
                 raise NotAllowed("no such item in this session")
             exists = s.execute(select(T.web_guess.c.id).where(T.web_guess.c.assignment_id == item.id)).first()
             if exists is None:
-                now = _now()
-                elapsed = None if item.shown_at is None else max(0.0, (now - item.shown_at).total_seconds())
-                heard = item.listening
-                if answer.listening is not None:
-                    heard = listening.merge(item.listening, answer.listening, duration_s=duration_s,
-                                            elapsed_s=elapsed or 0.0)
-                    s.execute(update(T.web_assignment).where(a.id == item.id).values(listening=heard))
-                need = listening.required_heard_s(study.options, duration_s)
-                if need > 0 and float((heard or {}).get("heard_s") or 0.0) < need:
-                    raise NotAllowed(f"listen to at least {need + listening.MUST_HEAR_TOLERANCE_S:.0f} seconds of "
-                                     "the recording before you answer")
-                cap = (elapsed if elapsed is not None else 86_400.0) + listening.SLACK_S
-                if heard:
-                    listened = {"heard_s": heard["heard_s"], "n_seeks": heard["seeks"], "n_plays": heard["plays"],
-                                "listen_s": heard["played_s"]}
-                else:  # nothing recorded by the server: the page's own numbers, bounded by the server time
-                    listened = {"heard_s": None, "n_seeks": None, "n_plays": answer.n_plays,
-                                "listen_s": None if answer.listen_s is None else min(answer.listen_s, cap)}
-                answer_s = elapsed if elapsed is not None else answer.answer_s
+                kept = listening.for_guess(item.listening, item.shown_at, _now(), duration_s=duration_s,
+                                           options=study.options, page_listen_s=answer.listen_s,
+                                           page_plays=answer.n_plays)
+                if kept.missing_s is not None:
+                    raise NotAllowed(f"listen to at least {kept.missing_s:.0f} seconds of the recording before "
+                                     "you answer")
+                answer_s = kept.answer_s if kept.answer_s is not None else answer.answer_s
                 recognised = answer.recognised if study.options.get("recognise") else None
                 s.add(WebGuess(assignment_id=item.id, participant_id=participant_id, clip_id=item.clip_id,
                                latitude=answer.latitude, longitude=answer.longitude, refused=answer.refused,
                                confidence=answer.confidence, clue=answer.clue, answer_s=answer_s,
-                               recognised=recognised, **listened))
+                               recognised=recognised, **kept.values))
                 s.flush()
                 created = True
                 remaining = s.execute(
