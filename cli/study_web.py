@@ -25,6 +25,25 @@ def _keys(text: str | None) -> list[str]:
     return [k.strip() for k in (text or "").split(",") if k.strip()]
 
 
+def _must_hear(text: str) -> dict[str, float]:
+    """``--must-hear 20`` (seconds) or ``--must-hear 50%`` (share of each clip), as the study's options."""
+    value = text.strip()
+    share = value.endswith("%")
+    try:
+        number = float(value.removesuffix("%")) if value.removesuffix("%").strip().isascii() else float("nan")
+    except ValueError:
+        number = float("nan")
+    if share:
+        if not 0 < number <= 100:
+            raise usage_error(f"{text!r}: give a share above 0% and at most 100%", "--must-hear")
+        return {"must_hear_share": number / 100}
+    from workbench.studies.web_study import MAX_MUST_HEAR_S
+
+    if not 0 < number <= MAX_MUST_HEAR_S:
+        raise usage_error(f"{text!r}: give seconds (1 to {MAX_MUST_HEAR_S:.0f}) or a share such as 50%", "--must-hear")
+    return {"must_hear_s": number}
+
+
 def register(study: typer.Typer) -> None:
     """Add ``web``, ``invite`` and ``participants`` to the ``study`` group."""
 
@@ -58,6 +77,12 @@ def register(study: typer.Typer) -> None:
         min_median_listen: float = typer.Option(0.0, "--min-median-listen",
                                                 help="Rule: a median listening time below this (s) excludes; 0: off."),
         seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the participants' orders (default: random)."),
+        questionnaire: Optional[Path] = typer.Option(None, "--questionnaire",
+                                                     help="Questions shown after consent (a TOML file)."),
+        must_hear: Optional[str] = typer.Option(None, "--must-hear",
+                                                help="Seconds (20) or share (50%) of a clip heard before Submit."),
+        recognise: bool = typer.Option(False, "--recognise",
+                                       help="Ask per clip: I recognise this place / the language."),
     ) -> None:
         """Create a web study (clips with playable audio only); its exclusion rules are fixed now."""
         from workbench.studies.web_study import HEADPHONE_CHECKS, MAX_PER_PARTICIPANT, MODES, create_study
@@ -85,6 +110,14 @@ def register(study: typer.Typer) -> None:
             except (OSError, UnicodeDecodeError) as exc:
                 raise AglwError(f"--consent {consent}: cannot read it as UTF-8 text ({exc.__class__.__name__}); "
                                 "give a Markdown file") from None
+        options: dict = {"recognise": True} if recognise else {}
+        if must_hear is not None:
+            options.update(_must_hear(must_hear))
+        questions = None
+        if questionnaire is not None:
+            from workbench.studies.questionnaire import load_questionnaire
+
+            questions = load_questionnaire(questionnaire)
         context = app_context(ctx)
         rules = {"headphones_failed": failed_headphones == "exclude", "max_attention_missed": attention_misses,
                  "min_median_listen_s": float(min_median_listen), "attention_radius_km": float(attention_radius)}
@@ -93,7 +126,7 @@ def register(study: typer.Typer) -> None:
             context.store(), name, clips=keys, selection=selection, mode=mode, per_participant=per_participant,
             target_per_clip=target_per_clip, headphone_check=headphone_check, attention=_keys(attention),
             consent=text, practice=practice, completion_url=completion_url, completion_code=completion_code,
-            rules=rules, seed=seed)
+            rules=rules, seed=seed, questionnaire=questions, options=options)
         if context.json:
             emit_json({**config.public(), "excluded": excluded})
             return

@@ -27,7 +27,7 @@ from storage import Store
 from web import pages, tokens
 from web.security import BodyLimit, BodyTooLarge, RateLimiter, SecurityHeaders, same_origin
 from workbench.errors import InputError
-from workbench.studies import web_session
+from workbench.studies import listening, web_session
 from workbench.studies.web_study import HEADPHONE_TRIALS, StudyConfig, load_study
 
 HERE = Path(__file__).parent
@@ -38,6 +38,8 @@ HEADPHONE_RATE = 16_000  # Hz of the headphone check's tones (200 Hz)
 # and headphone answers. In-process buckets: with --workers N each worker counts on its own.
 ADDRESS_RATE, ADDRESS_BURST = 20.0, 200.0
 PARTICIPANT_RATE, PARTICIPANT_BURST = 2.0, 20.0
+# listening records: a post every 5 s of play and on each pause or seek (the page sends at most one a second)
+LISTENING_RATE, LISTENING_BURST = 2.0, 30.0
 LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 
 
@@ -50,6 +52,8 @@ class Guard:
         self.proxy_headers = proxy_headers
         self.by_address = RateLimiter(address_rate, address_burst)
         self.by_participant = RateLimiter(participant_rate, participant_burst)
+        # their own bucket: a participant who scrubs through a clip must not use up her submits'
+        self.by_listening = RateLimiter(LISTENING_RATE, LISTENING_BURST)
 
     def address(self, request: Request) -> None:
         host = request.client.host if request.client else "unknown"
@@ -60,7 +64,8 @@ class Guard:
         if not self.by_address.allow(host):
             raise HTTPException(429, "Too many requests from this address; wait a minute and reload.")
 
-    def participant(self, request: Request, *, changes: bool = False, form_token: str | None = None) -> int:
+    def participant(self, request: Request, *, changes: bool = False, form_token: str | None = None,
+                    bucket: RateLimiter | None = None) -> int:
         """Her participant id from the signed cookie; for a state-changing request also origin and CSRF."""
         self.address(request)
         value = request.cookies.get(tokens.COOKIE_NAME, "")
@@ -74,7 +79,7 @@ class Guard:
             token = request.headers.get(CSRF_HEADER) or form_token
             if not tokens.check_csrf(self.study, participant_id, token):
                 raise HTTPException(403, "This request carries no valid form token; reload the page and try again.")
-            if not self.by_participant.allow(str(participant_id)):
+            if not (bucket or self.by_participant).allow(str(participant_id)):
                 raise HTTPException(429, "Too many answers at once; wait a moment and try again.")
         return participant_id
 
@@ -141,14 +146,50 @@ def create_app(
     def home(request: Request) -> Response:
         participant_id = guard.participant(request)
         state = web_session.state(store, study, participant_id)
-        return render.stage(request, state, participant_id, store)
+        heard = None
+        if state.stage == "items" and state.item is not None:
+            # the server's clock starts the time to answer, once; the page continues the stored record
+            heard = listening.mark_shown(store, study, participant_id, state.item.item_id)
+        return render.stage(request, state, participant_id, store, listening=heard)
 
     async def consent(request: Request) -> Response:
         # a plain form (works before any script runs); its token travels as a form field
         form = parse_qs((await request.body()).decode("utf-8", errors="replace"))
         participant_id = guard.participant(request, changes=True, form_token=(form.get("csrf") or [None])[0])
-        await run_in_threadpool(web_session.consent, store, study, participant_id)
+        from workbench.studies.questionnaire import device_class
+
+        # the user agent reduced to three families here; the string itself is not kept anywhere
+        device = device_class(request.headers.get("user-agent"))
+        await run_in_threadpool(web_session.consent, store, study, participant_id, device)
         return RedirectResponse("/", status_code=303)
+
+    async def questionnaire(request: Request) -> Response:
+        # a plain form like the consent: it works without script
+        raw = (await request.body()).decode("utf-8", errors="replace")
+        try:
+            form = parse_qs(raw, keep_blank_values=True, max_num_fields=500)
+        except ValueError:
+            raise InputError("the form has too many fields") from None
+        participant_id = guard.participant(request, changes=True, form_token=(form.pop("csrf", None) or [None])[0])
+        await run_in_threadpool(web_session.record_answers, store, study, participant_id, form)
+        return RedirectResponse("/", status_code=303)
+
+    def served_duration(clip_id: int) -> float:
+        from workbench.audio.blind_audio import blind_audio_for_clip
+
+        return blind_audio_for_clip(store, clip_id, cache_dir).duration_s
+
+    async def listened(request: Request) -> Response:
+        participant_id = guard.participant(request, changes=True, bucket=guard.by_listening)
+        body = await _json_body(request)
+        item_id = _item_id(body, "the listening record")
+        posted = listening.check_record(body)
+        clip_id = await run_in_threadpool(item_clip, participant_id, item_id)
+        duration = await run_in_threadpool(served_duration, clip_id)
+        kept = await run_in_threadpool(listening.record, store, study, participant_id, item_id, posted,
+                                       duration_s=duration)
+        return JSONResponse({"stored": True, "heard_s": kept["heard_s"], "plays": kept["plays"]},
+                            headers={"cache-control": "no-store"})
 
     def headphone_wav(request: Request) -> Response:
         participant_id = guard.participant(request)
@@ -194,12 +235,14 @@ def create_app(
     async def submit(request: Request) -> Response:
         participant_id = guard.participant(request, changes=True)
         body = await _json_body(request)
-        item_id = body.get("item_id")
-        if not isinstance(item_id, str) or not item_id or len(item_id) > 64:
-            raise InputError("the answer names no item")
+        item_id = _item_id(body, "the answer")
         answer = web_session.check_answer(body)
-        await run_in_threadpool(item_clip, participant_id, item_id)
-        stored = await run_in_threadpool(web_session.submit, store, study, participant_id, item_id, answer)
+        clip_id = await run_in_threadpool(item_clip, participant_id, item_id)
+        must_hear = bool(study.options.get("must_hear_s") or study.options.get("must_hear_share"))
+        needs_duration = answer.listening is not None or must_hear
+        duration = await run_in_threadpool(served_duration, clip_id) if needs_duration else None
+        stored = await run_in_threadpool(web_session.submit, store, study, participant_id, item_id, answer,
+                                         duration_s=duration)
         out: dict[str, Any] = {"stored": True, "created": stored.created, "stage": stored.state.stage}
         if study.mode == "game":
             reveal = await run_in_threadpool(web_session.reveal, store, study, participant_id, item_id)
@@ -233,6 +276,8 @@ def create_app(
         Route("/i/{token}", invitation),
         Route("/o/{token}", open_entry),
         Route("/consent", consent, methods=["POST"]),
+        Route("/questionnaire", questionnaire, methods=["POST"]),
+        Route("/api/listening", listened, methods=["POST"]),
         Route("/hp/{trial:int}.wav", headphone_wav),
         Route("/api/headphones", headphones, methods=["POST"]),
         Route("/audio/{item_id}", audio),
@@ -255,6 +300,13 @@ def create_app(
     app.state.study = study
     # the headers wrap everything, Starlette's own 404/500 responses included
     return SecurityHeaders(BodyLimit(app, max_body))
+
+
+def _item_id(body: dict[str, Any], what: str) -> str:
+    item_id = body.get("item_id")
+    if not isinstance(item_id, str) or not item_id or len(item_id) > 64:
+        raise InputError(f"{what} names no item")
+    return item_id
 
 
 async def _json_body(request: Request) -> dict[str, Any]:

@@ -8,6 +8,7 @@ or through JSON that the script writes with ``textContent``, never as markup.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -109,11 +110,18 @@ class Renderer:
             return JSONResponse({"error": sentence, "status": status}, status_code=status, headers=NO_STORE)
         return self.page(request, "error.html", status_code=status, status=status, sentence=sentence)
 
-    def stage(self, request: Request, state: web_session.State, participant_id: int, store: Store) -> Response:
+    def stage(self, request: Request, state: web_session.State, participant_id: int, store: Store,
+              listening: dict[str, Any] | None = None) -> Response:
         csrf = tokens.csrf_token(self.study, participant_id)
         if state.stage == "consent":
             return self.page(request, "consent.html", csrf=csrf,
                              blocks=consent_blocks(self.study.consent or DEFAULT_CONSENT))
+        if state.stage == "questionnaire" and self.study.questionnaire:
+            from workbench.studies.questionnaire import form_questions
+
+            return self.page(request, "questionnaire.html", csrf=csrf, title=self.study.questionnaire["title"],
+                             intro=self.study.questionnaire.get("intro") or "",
+                             questions=form_questions(self.study.questionnaire))
         if state.stage == "headphones":
             return self.page(request, "headphones.html", csrf=csrf, trials=HEADPHONE_TRIALS)
         if state.stage == "screened_out":
@@ -123,8 +131,16 @@ class Renderer:
             progress = ("Practice clip (not scored)" if item.kind == "practice"
                         else f"{item.position} of {item.total}")
             return self.page(request, "item.html", csrf=csrf, item=item, progress=progress, land=land_path(),
-                             coast=coast_path())
+                             coast=coast_path(), **self.listening_context(listening))
         return self.end(request, participant_id, store)
+
+    def listening_context(self, record: dict[str, Any] | None) -> dict[str, Any]:
+        """What listening.js needs: her stored record (to continue it), the must-hear minimum, the recognise item."""
+        options = self.study.options
+        kept = {k: (record or {}).get(k) for k in ("spans", "plays", "seeks", "played_s")}
+        return {"listening_json": json.dumps(kept, separators=(",", ":")),
+                "must_hear_s": options.get("must_hear_s"), "must_hear_share": options.get("must_hear_share"),
+                "recognise": bool(options.get("recognise"))}
 
     def revealed(self, request: Request, state: web_session.State, participant_id: int, item_id: str) -> Response:
         """Game mode's clip page after her stored guess (its script fetches the reveal and shows it)."""

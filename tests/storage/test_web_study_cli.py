@@ -231,7 +231,7 @@ def test_the_flow_counts_every_stage_and_each_rule_excludes(project, capsys) -> 
     assert payload["study"] == "crowd-1" and payload["mode"] == "study" and payload["flow"] == flow.counts
     assert len(payload["participants"]) == 9
     for row in payload["participants"]:
-        assert set(row) == {"participant", "status", "n_guesses", "excluded", "reason"}
+        assert set(row) == {"participant", "status", "n_guesses", "excluded", "reason", "answers", "device", "listening"}
         assert row["participant"].startswith("p-") and row["status"] in web_flow.STATUSES
         assert (row["reason"] is None) == (not row["excluded"])
     rc, out, err = _run(capsys, "--db", db, "study", "participants", "crowd-1")

@@ -154,3 +154,45 @@ def find_hidden(data: bytes, hidden: dict[str, str]) -> list[str]:
         if any(encoded.lower() in lowered for encoded in _encodings(value)):
             found.append(f"{value!r} ({what})")
     return found
+
+
+def without_fixed_lists(data: bytes) -> bytes:
+    """A page with the questionnaire's whole ISO lists (every country, every offered language) taken out.
+
+    Those lists name every country, the clips' included, but they are the same for every
+    participant and every study's clips, so they tell nothing. A ``<select>`` goes only when its
+    options are exactly ISO 3166's countries, or ISO 639-1's languages plus other ISO 639-3
+    languages under their own names; any other list, or an option beside one, stays and is searched.
+    """
+    from markupsafe import escape  # the template engine's own escaping
+
+    from workbench.studies.questionnaire import _language_name, _languages_639_1, countries
+
+    def option(code: str, name: str) -> bytes:
+        return f'<option value="{code}">{escape(name)}</option>'.encode()
+
+    country_list = {option(c, n) for c, n in countries()}
+    language_base = {option(c, n) for c, n in _languages_639_1()}
+    blank = b'<option value="">Choose\xe2\x80\xa6</option>'
+
+    def whole(options: set[bytes]) -> bool:
+        options = options - {blank}
+        if options == country_list:
+            return True
+        if not language_base <= options:
+            return False
+        for extra in options - language_base:
+            match = re.fullmatch(rb'<option value="([a-z]{3})">([^<]*)</option>', extra)
+            name = match and _language_name(match.group(1).decode())
+            if not name or option(match.group(1).decode(), name) != extra:
+                return False
+        return True
+
+    def strip(block: re.Match[bytes]) -> bytes:
+        inner = block.group(2)
+        options = re.findall(rb'<option value="[^"]*">[^<]*</option>', inner)
+        if re.sub(rb'<option value="[^"]*">[^<]*</option>|\s', b"", inner) or not whole(set(options)):
+            return block.group(0)
+        return block.group(1) + b"</select>"
+
+    return re.sub(rb"(<select[^>]*>)(.*?)</select>", strip, data, flags=re.S)

@@ -11,19 +11,9 @@ import pytest
 
 from storage import tables as T
 from tests.web.census import find_hidden, hidden_values
-from tests.web.server_walk import (BASE, CONSENT, app_for, count, demo_copy, invited, media_files, new_study)
+from tests.web.server_walk import (BASE, CONSENT, app_for, count, invited, media_files, new_study)
 
 G = T.web_guess
-
-
-@pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("demo-template")
-
-
-@pytest.fixture
-def project(template: Path, tmp_path: Path) -> Path:
-    return demo_copy(template, tmp_path)
 
 
 def _keys(store) -> list[str]:  # type: ignore[no-untyped-def]

@@ -81,11 +81,13 @@
       body.longitude = Math.round(lon * 1e5) / 1e5;
       body.latitude = Math.round(map.guess[1] * 1e5) / 1e5;
     }
-    return body;
+    // listening.js: the listening record and the "I recognise" answers
+    return window.AglwListening ? window.AglwListening.extend(body) : body;
   }
 
   function send() {
     if (sending || done) { return; }
+    if (window.AglwListening && !window.AglwListening.ready()) { say(window.AglwListening.why(), "bad"); return; }
     if (!refused && !map.guess) { say("Click the map where you think it was recorded, or press \"I can't tell\".", "bad"); return; }
     sending = true;
     submit.disabled = true;

@@ -35,6 +35,7 @@ from sqlalchemy import select
 
 from storage import Store
 from storage import tables as T
+from workbench.studies.listening import totals
 from workbench.studies.web_study import HEADPHONE_TRIALS, StudyConfig, load_study
 
 STATUSES = ("invited", "started", "consented", "screened out", "in progress", "finished")
@@ -60,15 +61,20 @@ class Participant:
     headphone_correct: int | None = None
     attention_missed: int = 0
     median_listen_s: float | None = None
+    answers: dict[str, Any] | None = None  # her questionnaire answers (None: none given, or no questionnaire)
+    device: dict[str, str] | None = None  # {class, browser, os} at consent (never the user agent itself)
+    listening: dict[str, Any] = field(default_factory=dict)  # workbench.studies.listening.totals over her guesses
 
     @property
     def analyzed(self) -> bool:
         return self.status == "finished" and not self.excluded
 
     def to_dict(self) -> dict[str, Any]:
-        """The row of ``aglw study participants --json`` (exactly its contract's keys)."""
+        """The row of ``aglw study participants --json``: its contract's keys, then who she is and how she
+        listened (issue 45: ``answers``, ``device``, ``listening``)."""
         return {"participant": self.participant, "status": self.status, "n_guesses": self.n_guesses,
-                "excluded": self.excluded, "reason": self.reason}
+                "excluded": self.excluded, "reason": self.reason, "answers": self.answers, "device": self.device,
+                "listening": self.listening}
 
 
 @dataclass(frozen=True)
@@ -141,7 +147,8 @@ def participant_flow(store: Store, study: str | StudyConfig) -> Flow:
     with store.read() as connection:
         people = connection.execute(select(T.web_participant).where(p.study_id == config.id).order_by(p.id)).all()
         guesses = connection.execute(
-            select(g.participant_id, a.kind, g.latitude, g.longitude, g.refused, g.listen_s,
+            select(g.participant_id, a.kind, g.latitude, g.longitude, g.refused, g.listen_s, g.heard_s, g.n_plays,
+                   g.n_seeks,
                    c.latitude.label("clip_latitude"), c.longitude.label("clip_longitude"))
             .join(T.web_assignment, a.id == g.assignment_id).join(T.clip, c.id == g.clip_id)
             .join(T.web_participant, p.id == g.participant_id).where(p.study_id == config.id)).all()
@@ -159,7 +166,10 @@ def participant_flow(store: Store, study: str | StudyConfig) -> Flow:
             id=int(row.id), participant=row.pseudonym, status=status,
             n_guesses=sum(1 for x in mine if x.kind == "item"), excluded=excluded,
             reason="; ".join(reasons) if excluded else None, rules=hits if excluded else (),
-            headphone_correct=row.headphone_correct, attention_missed=missed, median_listen_s=median))
+            headphone_correct=row.headphone_correct, attention_missed=missed, median_listen_s=median,
+            answers=row.answers, device=row.device,
+            listening=totals([{"heard_s": x.heard_s, "n_plays": x.n_plays, "n_seeks": x.n_seeks}
+                              for x in mine if x.kind != "practice"])))
     return Flow(config, participants, _counts(config, people, participants), _details(config, people, participants))
 
 

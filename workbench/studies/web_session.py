@@ -99,7 +99,8 @@ class Item:
 
 @dataclass(frozen=True)
 class State:
-    """Where a participant is: ``consent``, ``headphones``, ``screened_out``, ``items`` or ``done``."""
+    """Where a participant is: ``consent``, ``questionnaire``, ``headphones``, ``screened_out``, ``items``
+    or ``done``."""
 
     stage: str
     pseudonym: str
@@ -142,6 +143,8 @@ def state(store: Store, study: StudyConfig, participant_id: int) -> State:
         return State("consent", row.pseudonym)
     if row.screened_out_at is not None:
         return State("screened_out", row.pseudonym)
+    if study.questionnaire and row.answers is None:
+        return State("questionnaire", row.pseudonym)
     if study.headphone_check != "off" and row.headphone_correct is None:
         return State("headphones", row.pseudonym)
     pending = next((r for r in rows if r.guess_id is None), None)
@@ -173,10 +176,11 @@ def _deal(connection: Any, study: StudyConfig, rng: np.random.Generator) -> list
     return chosen
 
 
-def consent(store: Store, study: StudyConfig, participant_id: int) -> State:
-    """Record consent and deal her clips (practice first, attention clips among the items, her own order).
+def consent(store: Store, study: StudyConfig, participant_id: int, device: dict[str, str] | None = None) -> State:
+    """Record consent (and her device class) and deal her clips (practice first, attention clips among the
+    items, her own order).
 
-    Idempotent: consenting again keeps the first consent and the first assignment.
+    Idempotent: consenting again keeps the first consent, device and assignment.
     """
     from storage.models import WebAssignment
 
@@ -198,7 +202,24 @@ def consent(store: Store, study: StudyConfig, participant_id: int) -> State:
                 s.add(WebAssignment(participant_id=participant_id, clip_id=cid, position=position, kind=kind,
                                     item_id=secrets.token_urlsafe(12)))
             s.execute(update(T.web_participant).where(T.web_participant.c.id == participant_id)
-                      .values(consented_at=_now()))
+                      .values(consented_at=_now(), device=device))
+    return state(store, study, participant_id)
+
+
+def record_answers(store: Store, study: StudyConfig, participant_id: int, form: dict[str, list[str]]) -> State:
+    """Check her questionnaire answers against the study's questions and store them, once."""
+    from workbench.studies.questionnaire import check_answers
+
+    if not study.questionnaire:
+        raise NotAllowed("this study has no questionnaire")
+    answers = check_answers(study.questionnaire, form)
+    p = T.web_participant.c
+    with store.write() as s:
+        row = _participant(s, study, participant_id)
+        if row.consented_at is None:
+            raise NotAllowed("consent comes first")
+        if row.answers is None:
+            s.execute(update(T.web_participant).where(p.id == participant_id).values(answers=answers))
     return state(store, study, participant_id)
 
 
@@ -233,6 +254,8 @@ def record_headphones(store: Store, study: StudyConfig, participant_id: int, ans
         row = _participant(s, study, participant_id)
         if row.consented_at is None:
             raise NotAllowed("consent comes first")
+        if study.questionnaire and row.answers is None:
+            raise NotAllowed("the questionnaire comes first")
         if row.headphone_correct is None:
             values: dict[str, Any] = {"headphone_correct": correct, "headphone_passed": passed}
             if not passed and study.headphone_check == "screen":
@@ -265,6 +288,8 @@ class Answer:
     listen_s: float | None
     answer_s: float | None
     n_plays: int | None
+    listening: dict[str, Any] | None = None  # the page's last listening record (merged like a post)
+    recognised: dict[str, Any] | None = None  # "I recognise this place / language" (studies with --recognise)
 
 
 def check_answer(values: dict[str, Any]) -> Answer:
@@ -302,8 +327,13 @@ def check_answer(values: dict[str, Any]) -> Answer:
     listen_s = number("listen_s", 0.0, 86_400.0)
     answer_s = number("answer_s", 0.0, 86_400.0)
     plays = number("n_plays", 0, 10_000)
+    from workbench.studies.listening import check_record
+    from workbench.studies.questionnaire import check_recognised
+
+    listening = None if values.get("listening") is None else check_record(values["listening"])
+    recognised = None if values.get("recognised") is None else check_recognised(values["recognised"])
     return Answer(latitude, longitude, refused, confidence, clue, listen_s, answer_s,
-                  None if plays is None else int(plays))
+                  None if plays is None else int(plays), listening, recognised)
 
 
 @dataclass(frozen=True)
@@ -314,11 +344,22 @@ class Stored:
     state: State
 
 
-def submit(store: Store, study: StudyConfig, participant_id: int, item_id: str, answer: Answer) -> Stored:
-    """Store her answer to one item, once; the answer is on disk when this returns."""
+def submit(store: Store, study: StudyConfig, participant_id: int, item_id: str, answer: Answer, *,
+           duration_s: float | None = None) -> Stored:
+    """Store her answer to one item, once; the answer is on disk when this returns.
+
+    Listening (``heard_s``, ``n_seeks``, ``n_plays``, ``listen_s``) and the time to answer come from
+    the server's record (:mod:`workbench.studies.listening`, ``shown_at``); the page's own submit
+    fields only when the server has no record, bounded by the server time. With a must-hear
+    minimum (``duration_s`` the served recording's length) an earlier answer is refused.
+    """
     from storage.models import WebGuess
+    from workbench.studies import listening
 
     a, p = T.web_assignment.c, T.web_participant.c
+    if answer.listening is not None:
+        # the page's last record is kept like any post, even when the answer below is refused
+        listening.record(store, study, participant_id, item_id, answer.listening, duration_s=duration_s)
     created = False
     try:
         with store.write() as s:
@@ -327,18 +368,28 @@ def submit(store: Store, study: StudyConfig, participant_id: int, item_id: str, 
                 raise NotAllowed("consent comes first")
             if row.screened_out_at is not None:
                 raise NotAllowed("this session has ended")
+            if study.questionnaire and row.answers is None:
+                raise NotAllowed("the questionnaire comes first")
             if study.headphone_check != "off" and row.headphone_correct is None:
                 raise NotAllowed("the headphone check comes first")
-            item = s.execute(select(a.id, a.clip_id).where(a.participant_id == participant_id,
-                                                           a.item_id == item_id)).first()
+            item = s.execute(select(a.id, a.clip_id, a.shown_at, a.listening)
+                             .where(a.participant_id == participant_id, a.item_id == item_id)).first()
             if item is None:
                 raise NotAllowed("no such item in this session")
             exists = s.execute(select(T.web_guess.c.id).where(T.web_guess.c.assignment_id == item.id)).first()
             if exists is None:
+                kept = listening.for_guess(item.listening, item.shown_at, _now(), duration_s=duration_s,
+                                           options=study.options, page_listen_s=answer.listen_s,
+                                           page_plays=answer.n_plays)
+                if kept.missing_s is not None:
+                    raise NotAllowed(f"listen to at least {kept.missing_s:.0f} seconds of the recording before "
+                                     "you answer")
+                answer_s = kept.answer_s if kept.answer_s is not None else answer.answer_s
+                recognised = answer.recognised if study.options.get("recognise") else None
                 s.add(WebGuess(assignment_id=item.id, participant_id=participant_id, clip_id=item.clip_id,
                                latitude=answer.latitude, longitude=answer.longitude, refused=answer.refused,
-                               confidence=answer.confidence, clue=answer.clue, listen_s=answer.listen_s,
-                               answer_s=answer.answer_s, n_plays=answer.n_plays))
+                               confidence=answer.confidence, clue=answer.clue, answer_s=answer_s,
+                               recognised=recognised, **kept.values))
                 s.flush()
                 created = True
                 remaining = s.execute(

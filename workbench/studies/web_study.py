@@ -131,6 +131,27 @@ def _check_url(url: str | None) -> str | None:
     return url
 
 
+MAX_MUST_HEAR_S = 3600.0
+
+
+def check_options(options: dict[str, Any]) -> dict[str, Any]:
+    """The further settings as stored (``must_hear_s`` or ``must_hear_share``, ``recognise``); one line on a bad one."""
+    import math
+
+    out = dict(options)
+    seconds, share = out.get("must_hear_s"), out.get("must_hear_share")
+    if seconds is not None and share is not None:
+        raise InputError("--must-hear: give seconds or a share of the clip, not both")
+    if seconds is not None and not (isinstance(seconds, (int, float)) and math.isfinite(seconds)
+                                    and 0 < seconds <= MAX_MUST_HEAR_S):
+        raise InputError(f"--must-hear {seconds}: give 1 to {MAX_MUST_HEAR_S:.0f} seconds")
+    if share is not None and not (isinstance(share, (int, float)) and 0 < share <= 1):
+        raise InputError(f"--must-hear {share}: give a share of the clip above 0% and at most 100%")
+    if "recognise" in out and not isinstance(out["recognise"], bool):
+        raise InputError("recognise must be true or false")
+    return out
+
+
 def create_study(
     store: Store,
     name: str,
@@ -148,12 +169,16 @@ def create_study(
     completion_code: str | None = None,
     rules: dict[str, Any] | None = None,
     seed: int | None = None,
+    questionnaire: dict[str, Any] | None = None,
+    options: dict[str, Any] | None = None,
 ) -> tuple[StudyConfig, list[dict[str, str]]]:
     """Create and store a web study (one transaction); nothing is stored when anything is refused.
 
     ``clips`` None with ``selection`` None: every clip with playable audio. Clips without
     playable audio are left out and returned as ``{key, reason}``; attention and practice clips
     must have playable audio (a refusal otherwise). Returns the stored study and the clips left out.
+    ``questionnaire``: as :func:`workbench.studies.questionnaire.load_questionnaire` returns it;
+    ``options``: the further settings (:func:`check_options`).
     """
     from storage.models import WebStudy, WebStudyClip
     from workbench.studies.planning import clip_strata
@@ -176,6 +201,7 @@ def create_study(
         completion_code = completion_code.strip()
         if not re.match(r"^[A-Za-z0-9_-]{1,64}$", completion_code):
             raise InputError(f"--completion-code {completion_code!r}: use 1-64 letters, digits, '_' or '-'")
+    options = check_options(options or {})
     merged_rules = {**DEFAULT_RULES, **(rules or {})}
     unknown_rules = set(merged_rules) - set(DEFAULT_RULES)
     if unknown_rules:
@@ -207,7 +233,8 @@ def create_study(
                          seed=secrets.randbelow(2**31) if seed is None else int(seed),
                          parameters={"clips": "all" if keys is None and selection is None else
                                      ("selection " + selection if selection else "list"),
-                                     "excluded": excluded})
+                                     "excluded": excluded},
+                         questionnaire=questionnaire, options=options)
         s.add(study)
         s.flush()
         for row in items.itertuples(index=False):
